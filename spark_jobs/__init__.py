@@ -1,0 +1,1 @@
+"""binlake: MySQL and MariaDB binary logs into a Parquet warehouse."""
