@@ -1,0 +1,68 @@
+"""Shared pytest fixtures.
+
+``mariadb``       a private MariaDB server for the whole test session
+                  (tests using it are marked ``@pytest.mark.integration``).
+``fixtures_dir``  the shared binlog fixtures, kept outside the repository in
+                  ``../shared/fixtures/binlogs``.
+
+With ``CI`` set, a server that cannot start is a test failure; on a developer
+machine without MariaDB the integration tests are skipped
+(install it with ``infra/mariadb.sh install``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from mariadb import MariaDBServer, ServerError, missing_tools  # noqa: E402
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def mariadb(tmp_path_factory):
+    """A running private MariaDB server (ROW format, FULL row metadata,
+    CRC32 checksums, binlogs under ``binlog_dir``), stopped at session end.
+
+    Attributes: ``socket``, ``port``, ``datadir``, ``binlog_dir``; methods:
+    ``sql(text)``, ``rows(text)``, ``flush_logs()``, ``binlog_files()``,
+    ``restart()``.
+    """
+    missing = missing_tools()
+    if missing:
+        reason = (
+            f"MariaDB is not installed (missing: {', '.join(missing)}); "
+            "run: infra/mariadb.sh install"
+        )
+        if _in_ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+
+    # A short directory name keeps the Unix socket path under its length limit.
+    directory = tmp_path_factory.mktemp("mdb")
+    server = MariaDBServer(directory)
+    try:
+        server.start()
+    except (ServerError, OSError) as exc:
+        pytest.fail(f"could not start a private MariaDB server: {exc}", pytrace=False)
+    try:
+        yield server
+    finally:
+        try:
+            server.stop()
+        except ServerError as exc:  # pragma: no cover - reported, not fatal
+            print(f"warning: stopping the MariaDB server failed: {exc}", file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    """Directory of the shared binlog fixtures (never copied into the repo)."""
+    return Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "binlogs"
