@@ -336,6 +336,7 @@ class BinlogReader:
                 TruncatedError,
                 f"truncated event header: {len(head)} of {header_length} bytes before end of file",
                 pos,
+                head[4] if len(head) > 4 else None,
             )
         header = self._parse_header(head, header_length)
         size = header.event_size

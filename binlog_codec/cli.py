@@ -1,0 +1,223 @@
+"""``binlog-codec``: read binlog files from the command line.
+
+Subcommands:
+
+* ``events FILE...``: one line per event (position, end position, type, size,
+  summary), or JSON Lines with ``--json``;
+* ``verify FILE...``: magic, framing, every checksum and every event body;
+  exit status 0 only when all hold;
+* ``transactions FILE...``: transaction boundaries from a quick scan.
+
+Errors go to stderr as one line naming the file, the position, the event type
+and what was wrong; the exit status is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from typing import Iterable, TextIO
+
+from . import __version__
+from .errors import BinlogError
+from .event_types import EventType
+from .events import Event, RowsEvent, TableMapEvent, decode
+from .reader import BinlogReader
+from .transactions import scan_transactions
+
+log = logging.getLogger("binlog_codec")
+
+
+class Progress:
+    """Logs how far a long run has got, at most every ``interval`` seconds."""
+
+    def __init__(self, name: str, total: int, interval: float = 5.0) -> None:
+        self.name, self.total, self.interval = name, total, interval
+        self.started = self.last = time.monotonic()
+
+    def update(self, position: int, events: int) -> None:
+        now = time.monotonic()
+        if now - self.last < self.interval:
+            return
+        self.last = now
+        share = 100.0 * position / self.total if self.total else 100.0
+        rate = position / (now - self.started) / 1e6
+        log.info("%s: %.1f%% (%d of %d bytes), %d events, %.1f MB/s", self.name, share, position, self.total, events, rate)
+
+
+def _reader(path: str, args: argparse.Namespace) -> BinlogReader:
+    return BinlogReader(
+        path,
+        verify_checksums=not args.no_verify_checksums,
+        start_position=getattr(args, "start_position", None),
+        stop_position=getattr(args, "stop_position", None),
+    )
+
+
+def _position_text(event: Event) -> str:
+    if event.inner_offset is None:
+        return f"{event.pos:>10}"
+    return f"{event.pos:>10}+{event.inner_offset}"
+
+
+def _summary(event: Event, tables: dict[int, str]) -> str:
+    if isinstance(event, TableMapEvent):
+        tables[event.table_id] = f"`{event.database}`.`{event.table}`"
+    if isinstance(event, RowsEvent) and event.table_id in tables:
+        return f"{tables[event.table_id]}: {event.summary()}"
+    return event.summary()
+
+
+def _event_json(event: Event, summary: str) -> str:
+    header = event.header
+    return json.dumps(
+        {
+            "file": event.file,
+            "pos": event.pos,
+            "end_pos": event.end_pos,
+            "type": event.type_name,
+            "type_code": event.type_code,
+            "size": event.size,
+            "inner_offset": event.inner_offset,
+            "timestamp": header.timestamp,
+            "server_id": header.server_id,
+            "log_pos": header.log_pos,
+            "flags": header.flags,
+            "summary": summary,
+            "fields": event.fields(),
+        },
+        ensure_ascii=False,
+    )
+
+
+def _event_text(event: Event, summary: str) -> str:
+    return f"{_position_text(event)} {event.end_pos:>10}  {event.type_name:<22} {event.size:>8}  {summary}"
+
+
+def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
+    for path in args.files:
+        reader = _reader(path, args)
+        tables: dict[int, str] = {}
+        if not args.json:
+            out.write(f"# {path}\n#{'position':>9} {'end':>10}  {'type':<22} {'size':>8}  summary\n")
+        progress = None
+        for count, raw in enumerate(reader, 1):
+            event = decode(raw, skip_unknown=args.skip_unknown)
+            summary = _summary(event, tables)
+            out.write((_event_json(event, summary) if args.json else _event_text(event, summary)) + "\n")
+            progress = progress or Progress(path, reader.file_size)
+            progress.update(raw.end_pos, count)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
+    failed = 0
+    for path in args.files:
+        try:
+            summary = _verify_one(path, args)
+        except BinlogError as exc:
+            failed += 1
+            print(f"binlog-codec: {exc}", file=sys.stderr)
+            out.write(f"FAILED {path}\n")
+            continue
+        except OSError as exc:
+            failed += 1
+            print(f"binlog-codec: {path}: {exc.strerror or exc}", file=sys.stderr)
+            out.write(f"FAILED {path}\n")
+            continue
+        out.write(f"OK {path}: {summary}\n")
+    return 1 if failed else 0
+
+
+def _verify_one(path: str, args: argparse.Namespace) -> str:
+    reader = _reader(path, args)
+    progress = Progress(path, 0)
+    events = inner = 0
+    checksums = None
+    for raw in reader:
+        if raw.inner_offset is None:
+            events += 1
+        else:
+            inner += 1
+        if raw.type_code == EventType.FORMAT_DESCRIPTION:
+            checksums = raw.fde.checksum_name
+        if not args.framing_only:
+            decode(raw, skip_unknown=args.skip_unknown)
+        progress.total = reader.file_size
+        progress.update(raw.end_pos, events)
+    text = f"{events} events"
+    if inner:
+        text += f" (+{inner} inside transaction payloads)"
+    text += f", {reader.file_size} bytes, checksums {checksums or 'none (pre-checksum format)'}"
+    if checksums == "CRC32" and not args.no_verify_checksums:
+        text += " verified"
+    return text
+
+
+def cmd_transactions(args: argparse.Namespace, out: TextIO) -> int:
+    for path in args.files:
+        for trx in scan_transactions(path, verify_checksums=not args.no_verify_checksums):
+            if args.json:
+                out.write(json.dumps(trx.__dict__) + "\n")
+            else:
+                state = "" if trx.complete else "  (incomplete)"
+                out.write(f"{trx.file} {trx.start:>10} {trx.end:>10} {trx.events:>6}  {trx.gtid or '-'}{state}\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="binlog-codec", description="Read MySQL and MariaDB binary log files.")
+    parser.add_argument("--version", action="version", version=f"binlog-codec {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr on long files")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("files", nargs="+", metavar="FILE", help="binlog files, read in the order given")
+        sub.add_argument(
+            "--no-verify-checksums", action="store_true", help="do not check CRC32 checksums (checked by default)"
+        )
+
+    events = commands.add_parser("events", help="list every event")
+    common(events)
+    events.add_argument("--json", action="store_true", help="JSON Lines, one object per event")
+    events.add_argument("--start-position", type=int, help="first event to show starts at or after this byte")
+    events.add_argument("--stop-position", type=int, help="stop before the event that starts at or after this byte")
+    events.add_argument("--skip-unknown", action="store_true", help="report unknown event types as skipped, not as errors")
+    events.set_defaults(run=cmd_events)
+
+    verify = commands.add_parser("verify", help="check magic, framing, checksums and event bodies")
+    common(verify)
+    verify.add_argument("--framing-only", action="store_true", help="check framing and checksums, not event bodies")
+    verify.add_argument("--skip-unknown", action="store_true", help="accept unknown event types")
+    verify.set_defaults(run=cmd_verify)
+
+    transactions = commands.add_parser("transactions", help="list transaction boundaries")
+    common(transactions)
+    transactions.add_argument("--json", action="store_true", help="JSON Lines, one object per transaction")
+    transactions.set_defaults(run=cmd_transactions)
+    return parser
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    out = sys.stdout
+    try:
+        return args.run(args, out)
+    except BinlogError as exc:
+        out.flush()
+        print(f"binlog-codec: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        out.flush()
+        print(f"binlog-codec: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
