@@ -437,6 +437,25 @@ def raw_frames(path: Path) -> list[tuple[int, int, int, int]]:
     return frames
 
 
+def raw_gtid_list(path: Path, pos: int) -> list[str]:
+    """GTIDs of the GTID_LIST event at ``pos`` in stored order (mariadb-binlog
+    prints them sorted by domain)."""
+    with open(path, "rb") as fh:
+        fh.seek(pos)
+        header = fh.read(19)
+        size = int.from_bytes(header[9:13], "little")
+        body = fh.read(size - 19)
+    count = int.from_bytes(body[0:4], "little") & 0x0FFFFFFF
+    out = []
+    for i in range(count):
+        off = 4 + 16 * i
+        domain = int.from_bytes(body[off : off + 4], "little")
+        server = int.from_bytes(body[off + 4 : off + 8], "little")
+        seq = int.from_bytes(body[off + 8 : off + 16], "little")
+        out.append(f"{domain}-{server}-{seq}")
+    return out
+
+
 def expected_type(ev: ReferenceEvent, type_code: int) -> str:
     """Our type name for a mariadb-binlog event, given the raw type code.
 
