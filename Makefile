@@ -1,0 +1,114 @@
+# binlake: reproducible set-up, tests, demo and benchmark.
+#
+#   make demo    set up, then run the codec on the bundled sample binlog
+#   make test    set up, then run the test suite
+#   make bench   set up, then run the benchmark (writes a JSON result file)
+#   make lock    re-resolve requirements.in into requirements.lock
+#   make clean   remove the virtual environment and caches
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON     ?= python3
+VENV       := .venv
+VPY        := $(VENV)/bin/python
+LOCK       := requirements.lock
+UV_VERSION := 0.13.9
+
+# The environment is keyed on the exact content of the lock file; the editable
+# install of binlake itself on pyproject.toml and the set of top-level
+# packages. A second run installs nothing.
+LOCK_SHA     := $(shell sha256sum $(LOCK) 2>/dev/null | cut -d' ' -f1)
+PROJECT_SHA  := $(shell { cat pyproject.toml; ls -d */__init__.py; } 2>/dev/null | sha256sum | cut -d' ' -f1)
+LOCK_STAMP   := $(VENV)/.stamp-$(LOCK_SHA)
+DEV_STAMP    := $(VENV)/.stamp-editable-$(PROJECT_SHA)
+
+# Run apt-get through sudo when not root.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+# Spark runs locally on the loopback interface.
+export SPARK_LOCAL_IP ?= 127.0.0.1
+export PYSPARK_PYTHON ?= $(CURDIR)/$(VPY)
+export PYSPARK_DRIVER_PYTHON ?= $(CURDIR)/$(VPY)
+
+SAMPLES = $(sort $(wildcard samples/*.0*))
+
+.PHONY: help setup java mariadb test demo bench lock clean
+
+help:
+	@echo "make demo    run the codec on the bundled sample binlog"
+	@echo "make test    run the test suite"
+	@echo "make bench   run the benchmark"
+	@echo "make lock    re-resolve requirements.in into requirements.lock"
+	@echo "make clean   remove .venv and caches"
+
+# ---------------------------------------------------------------- set-up
+
+setup: java $(DEV_STAMP)
+
+# PySpark needs a Java 17+ runtime.
+java:
+	@if command -v java >/dev/null 2>&1 && \
+	    java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])'; then \
+	  :; \
+	else \
+	  echo "==> installing a Java runtime (default-jre-headless)"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends default-jre-headless; \
+	fi
+
+mariadb:
+	bash infra/mariadb.sh install
+
+# Build the virtual environment from the lock file. A changed lock file gives
+# a new stamp name, and the environment is rebuilt from scratch so that it
+# holds exactly what the lock lists.
+$(LOCK_STAMP):
+	@test -n "$(LOCK_SHA)" || { echo "$(LOCK) is missing"; exit 1; }
+	@echo "==> building $(VENV) from $(LOCK)"
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	@start=$$(date +%s); \
+	if $(VPY) -m pip install -q "uv==$(UV_VERSION)" && \
+	   $(VENV)/bin/uv pip install --python $(VPY) -r $(LOCK); then \
+	  :; \
+	else \
+	  echo "==> uv unavailable or failed, installing with pip"; \
+	  $(VPY) -m pip install -r $(LOCK) || exit 1; \
+	fi; \
+	echo "==> dependencies installed in $$(( $$(date +%s) - start ))s"
+	touch $@
+
+$(DEV_STAMP): $(LOCK_STAMP)
+	$(VPY) -m pip install -q -e . --no-deps
+	rm -f $(VENV)/.stamp-editable-*
+	touch $@
+
+# ---------------------------------------------------------------- products
+
+test: setup mariadb
+	$(VPY) -m pytest tests/
+
+demo: setup
+	@if [ -z "$(SAMPLES)" ]; then \
+	  echo "no sample binlog found (expected samples/mariadb-bin.000001 ...)"; exit 1; \
+	fi
+	$(VENV)/bin/binlog-codec verify $(SAMPLES)
+	$(VENV)/bin/binlog-codec events $(SAMPLES)
+
+bench: setup mariadb
+	$(VPY) benchmarks/run.py
+
+# ---------------------------------------------------------------- maintenance
+
+# Re-resolve the stack for Python 3.11 on Linux x86_64.
+lock: $(LOCK_STAMP)
+	$(VENV)/bin/uv pip compile --python-version 3.11 \
+	  --python-platform x86_64-unknown-linux-gnu \
+	  --custom-compile-command "make lock" \
+	  requirements.in -o $(LOCK)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info \
+	  spark-warehouse metastore_db
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
