@@ -8,8 +8,10 @@ looks at what delimits a transaction and decodes nothing else:
 * an XID event, a ``COMMIT`` / ``ROLLBACK`` / ``XA COMMIT`` / ``XA ROLLBACK``
   query, an XA_PREPARE event or a TRANSACTION_PAYLOAD event (which holds a
   whole transaction) ends it;
-* a statement outside ``BEGIN`` (DDL, or a MariaDB GTID flagged standalone)
-  is a transaction of its own.
+* a statement outside ``BEGIN`` (DDL, a MariaDB GTID flagged standalone, or
+  the rows events of a non-transactional table up to the one flagged
+  ``STMT_END_F``) is a transaction of its own, together with the events that
+  prepare it (INTVAR, RAND, USER_VAR, TABLE_MAP).
 
 Everything between transactions (format description, rotate, previous GTIDs,
 GTID list, checkpoints, stop) belongs to none.
@@ -21,13 +23,33 @@ import os
 from dataclasses import dataclass
 from typing import Iterator
 
-from .event_types import GTID_TYPES, EventType
+from .event_types import GTID_TYPES, ROWS_TYPES, EventType
 from .events import decode
 from .events.gtid import FL_STANDALONE
 from .reader import BinlogReader, RawEvent
 
 _BEGIN = (b"BEGIN", b"XA START", b"XA BEGIN")
-_END = (b"COMMIT", b"ROLLBACK", b"XA COMMIT", b"XA ROLLBACK", b"XA END")
+_ENDING_WORDS = (b"COMMIT", b"ROLLBACK")
+_XA_END = (b"XA COMMIT", b"XA ROLLBACK")
+_STATEMENTS = (EventType.QUERY, EventType.QUERY_COMPRESSED, EventType.EXECUTE_LOAD_QUERY)
+_COMMITS = (EventType.XID, EventType.XA_PREPARE, EventType.TRANSACTION_PAYLOAD)
+# Events that belong to no transaction: they describe or delimit the file itself.
+_OUTSIDE = frozenset(
+    {
+        EventType.FORMAT_DESCRIPTION,
+        EventType.START_V3,
+        EventType.ROTATE,
+        EventType.STOP,
+        EventType.PREVIOUS_GTIDS,
+        EventType.GTID_LIST,
+        EventType.BINLOG_CHECKPOINT,
+        EventType.HEARTBEAT,
+        EventType.HEARTBEAT_V2,
+        EventType.INCIDENT,
+        EventType.IGNORABLE,
+    }
+)
+STMT_END_F = 1
 
 
 @dataclass
@@ -53,9 +75,25 @@ def _query_text(raw: RawEvent) -> bytes:
     return body[post_header + status_len + db_len + 1 :].lstrip().upper()
 
 
+def _is_commit(text: bytes) -> bool:
+    """``COMMIT`` or ``ROLLBACK`` (not ``ROLLBACK TO savepoint``), or the end of an XA transaction."""
+    words = text.split(None, 2)
+    if not words:
+        return False
+    if words[0] in _ENDING_WORDS:
+        return len(words) == 1 or words[1] != b"TO"
+    return text.startswith(_XA_END)
+
+
+def _statement_end(raw: RawEvent) -> bool:
+    """Whether a rows event carries STMT_END_F: the last rows event of its statement."""
+    width = 4 if raw.fde.post_header_length(raw.type_code, 8) == 6 else 6
+    return bool(int.from_bytes(raw.body[width : width + 2], "little") & STMT_END_F)
+
+
 class _Open:
-    def __init__(self, raw: RawEvent, gtid: str | None, explicit: bool) -> None:
-        self.start = raw.pos
+    def __init__(self, start: int, gtid: str | None, explicit: bool) -> None:
+        self.start = start
         self.gtid = gtid
         self.explicit = explicit  # inside BEGIN ... COMMIT (or a MariaDB non-standalone group)
         self.events = 0
@@ -73,15 +111,11 @@ def scan_transactions(path: str | os.PathLike[str], **reader_options) -> Iterato
                 yield Transaction(name, current.start, raw.pos, current.gtid, current.events, False)
             record = decode(raw)
             explicit = code == EventType.MARIADB_GTID and not record.flags & FL_STANDALONE
-            current = _Open(raw, record.gtid, explicit)
-            current.events = 1
-            continue
-        if current is None and code in (EventType.QUERY, EventType.QUERY_COMPRESSED) and _query_text(raw).startswith(_BEGIN):
-            current = _Open(raw, None, True)
-        if current is None:
-            if code in (EventType.QUERY, EventType.QUERY_COMPRESSED, EventType.TRANSACTION_PAYLOAD):
-                yield Transaction(name, raw.pos, raw.end_pos, None, 1, True)
-            continue
+            current = _Open(raw.pos, record.gtid, explicit)
+        elif current is None:
+            if code in _OUTSIDE:
+                continue
+            current = _Open(raw.pos, None, False)
         current.events += 1
         if _ends(raw, current):
             yield Transaction(name, current.start, raw.end_pos, current.gtid, current.events, True)
@@ -92,12 +126,14 @@ def scan_transactions(path: str | os.PathLike[str], **reader_options) -> Iterato
 
 def _ends(raw: RawEvent, current: _Open) -> bool:
     code = raw.type_code
-    if code in (EventType.XID, EventType.XA_PREPARE, EventType.TRANSACTION_PAYLOAD):
+    if code in _COMMITS:
         return True
-    if code == EventType.QUERY:
-        text = _query_text(raw)
+    if code in _STATEMENTS:
+        text = _query_text(raw) if code == EventType.QUERY else b""
         if text.startswith(_BEGIN):
             current.explicit = True
             return False
-        return text.startswith(_END) or not current.explicit
-    return code == EventType.QUERY_COMPRESSED and not current.explicit
+        return _is_commit(text) or not current.explicit
+    if code in ROWS_TYPES:
+        return not current.explicit and _statement_end(raw)
+    return False
