@@ -116,7 +116,8 @@ def scan_transactions(path: str | os.PathLike[str], **reader_options) -> Iterato
             if code in _OUTSIDE:
                 continue
             current = _Open(raw.pos, None, False)
-        current.events += 1
+        if code not in _OUTSIDE:
+            current.events += 1
         if _ends(raw, current):
             yield Transaction(name, current.start, raw.end_pos, current.gtid, current.events, True)
             current = None
