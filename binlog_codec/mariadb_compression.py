@@ -1,8 +1,8 @@
 """MariaDB's compressed binlog events (``log_bin_compress``): the compressed-block format.
 
 QUERY_COMPRESSED_EVENT (165) compresses the statement text, the
-``*_ROWS_COMPRESSED_EVENT`` types (166-171) compress everything after the rows
-post-header. A compressed block is::
+``*_ROWS_COMPRESSED_EVENT`` types (166-171) compress the row images (column
+count and column bitmaps stay plain). A compressed block is::
 
     header 1 | uncompressed_length (header & 0x07 bytes, big-endian) | zlib stream
 

@@ -14,6 +14,7 @@ Rows events (``rows_event.h``; v1 = 23-25, v2 = 30-32, PARTIAL_UPDATE_ROWS = 39)
                  [| columns_after_image bitmap]   UPDATE and PARTIAL_UPDATE only
                  | rows
 
+In MariaDB's compressed rows events the rows are a compressed block, inflated here.
 The metadata, optional metadata and rows are kept as bytes here; the table map
 model and the row decoder build on them.
 """
@@ -156,13 +157,13 @@ def _rows(raw: RawEvent, cursor: Cursor) -> RowsEvent:
         if extra_len < 2:
             raise ShortBody(f"extra_data_len {extra_len} is smaller than its own 2 bytes")
         extra_data = cursor.take(extra_len - 2, "extra_data")
-    if type_code in MARIADB_COMPRESSED_ROWS_TYPES:
-        cursor = Cursor(uncompress_block(cursor.rest(), MAX_EVENT_SIZE))
     column_count = cursor.packed_int("column_count")
     bitmap_size = (column_count + 7) // 8
     before = cursor.take(bitmap_size, "columns_before_image")
     after = cursor.take(bitmap_size, "columns_after_image") if _ROWS_KIND[type_code] == "update" else None
     rows = cursor.rest()
+    if type_code in MARIADB_COMPRESSED_ROWS_TYPES:
+        rows = uncompress_block(rows, MAX_EVENT_SIZE)
     return RowsEvent(
         **location(raw),
         kind=_ROWS_KIND[type_code],
