@@ -38,8 +38,8 @@ import os
 import re
 import struct
 import zlib
-from dataclasses import dataclass, field
-from typing import BinaryIO, Iterator
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator, NamedTuple
 
 from .errors import (
     BadMagicError,
@@ -80,8 +80,7 @@ _OLD_POST_HEADERS = {
 }
 
 
-@dataclass(frozen=True)
-class EventHeader:
+class EventHeader(NamedTuple):
     """The common event header (19 bytes in binlog v3 and v4)."""
 
     timestamp: int
@@ -133,7 +132,7 @@ class FormatDescription:
         return default
 
 
-@dataclass
+@dataclass(slots=True)
 class RawEvent:
     """One framed event: header, body (checksum removed) and where it was found.
 
@@ -384,7 +383,7 @@ class BinlogReader:
         if header_length == HEADER_V1.size:
             timestamp, type_code, server_id, size = HEADER_V1.unpack_from(head)
             return EventHeader(timestamp, type_code, server_id, size, 0, 0)
-        return EventHeader(*HEADER_V4.unpack_from(head))
+        return EventHeader._make(HEADER_V4.unpack_from(head))
 
     def _frame(self, pos: int, head: bytes, header: EventHeader, payload: bytes) -> RawEvent:
         type_code = header.type_code
