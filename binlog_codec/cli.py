@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from typing import Iterable, TextIO
@@ -60,7 +61,7 @@ def _reader(path: str, args: argparse.Namespace) -> BinlogReader:
 def _position_text(event: Event) -> str:
     if event.inner_offset is None:
         return f"{event.pos:>10}"
-    return f"{event.pos:>10}+{event.inner_offset}"
+    return f"{event.pos}+{event.inner_offset}".rjust(10)
 
 
 def _summary(event: Event, tables: dict[int, str]) -> str:
@@ -207,16 +208,17 @@ def main(argv: Iterable[str] | None = None) -> int:
     out = sys.stdout
     try:
         return args.run(args, out)
+    except BrokenPipeError:  # the reader of our output went away (| head): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except BinlogError as exc:
         out.flush()
         print(f"binlog-codec: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
         out.flush()
-        print(f"binlog-codec: {getattr(exc, 'filename', '') or ''}: {exc.strerror or exc}", file=sys.stderr)
+        print(f"binlog-codec: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 1
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -37,6 +37,10 @@ from .base import Event, decoder, location
 ROWS_FLAG_NAMES = {1: "STMT_END", 2: "NO_FOREIGN_KEY_CHECKS", 4: "RELAXED_UNIQUE_CHECKS", 8: "COMPLETE_ROWS"}
 
 
+def _columns(count: int) -> str:
+    return "1 column" if count == 1 else f"{count} columns"
+
+
 def _table_id(raw: RawEvent, cursor: Cursor, type_code: int) -> int:
     width = 4 if raw.fde.post_header_length(type_code, 8) == 6 else 6
     return cursor.uint(width, "table_id")
@@ -57,7 +61,7 @@ class TableMapEvent(Event):
     optional_metadata: bytes = field(repr=False)
 
     def summary(self) -> str:
-        return f"table_id {self.table_id} = `{self.database}`.`{self.table}` ({self.column_count} columns)"
+        return f"table_id {self.table_id} = `{self.database}`.`{self.table}` ({_columns(self.column_count)})"
 
 
 def _counted_name(cursor: Cursor, what: str) -> str:
@@ -142,7 +146,7 @@ class RowsEvent(Event):
 
     def summary(self) -> str:
         end = ", statement end" if self.statement_end else ""
-        return f"{self.kind} table_id {self.table_id}, {self.column_count} columns, {self.rows_size} bytes of rows{end}"
+        return f"{self.kind} table_id {self.table_id}, {_columns(self.column_count)}, {self.rows_size} bytes of rows{end}"
 
 
 @decoder(*_ROWS_KIND)
