@@ -14,6 +14,7 @@ import re
 import shutil
 import socket
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -161,6 +162,27 @@ class MariaDBServer:
 
     def current_binlog(self) -> Path:
         return self.binlog_files()[-1]
+
+    def wait_settled(self, timeout: float = 20.0) -> Path:
+        """Wait until the server has nothing more to write to its current
+        binlog; returns that file.
+
+        After a rotation the server writes a BINLOG_CHECKPOINT naming the new
+        file only once the engine has made the older transactions durable,
+        which can be a second or more later. Until then, two readers of the
+        current file may see different events."""
+        current = self.current_binlog()
+        deadline = time.monotonic() + timeout
+        while True:
+            names = checkpoint_names(current)
+            if names and names[-1] == current.name:
+                return current
+            if time.monotonic() > deadline:
+                raise ServerError(
+                    f"{current.name}: no checkpoint naming itself after {timeout}s "
+                    f"(checkpoints: {names})"
+                )
+            time.sleep(0.1)
 
 
 # ---------------------------------------------------------------------------
@@ -435,6 +457,17 @@ def raw_frames(path: Path) -> list[tuple[int, int, int, int]]:
         frames.append((pos, type_code, size, next_pos))
         pos += size
     return frames
+
+
+def checkpoint_names(path: Path) -> list[str]:
+    """File names of the BINLOG_CHECKPOINT events in ``path``, in order."""
+    data = Path(path).read_bytes()
+    names = []
+    for pos, type_code, size, _ in raw_frames(path):
+        if type_code == 161:
+            n = int.from_bytes(data[pos + 19 : pos + 23], "little")
+            names.append(data[pos + 23 : pos + 23 + n].decode())
+    return names
 
 
 def raw_gtid_list(path: Path, pos: int) -> list[str]:

@@ -200,6 +200,7 @@ def workload_files(mariadb) -> list[Path]:
         elif kind == "restart":
             mariadb.restart()
     mariadb.flush_logs()
+    mariadb.wait_settled()  # the current file must not change while compared
     files = _files_from(mariadb, first)
     assert len(files) >= 3, files
     return files
@@ -219,6 +220,7 @@ def compressed_files(mariadb, workload_files) -> list[Path]:
             f"SET GLOBAL log_bin_compress = OFF; SET GLOBAL log_bin_compress_min_len = {old_min_len}"
         )
     mariadb.flush_logs()
+    mariadb.wait_settled()
     return _files_from(mariadb, first)[:-1]  # the last one is empty and current
 
 
