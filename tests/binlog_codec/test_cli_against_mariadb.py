@@ -501,7 +501,7 @@ def _check_fields(path: Path) -> list[str]:
             expect(ev, our, "next_file", ev.info["next_file"])
             expect(ev, our, "position", ev.info["position"])
         elif fam == "BINLOG_CHECKPOINT":
-            expect(ev, our, "file", ev.info["file"])
+            expect(ev, our, "file_name", ev.info["file"])
         elif fam == "GTID_LIST":
             # In stored order; mariadb-binlog sorts by domain when printing,
             # so its list was cross-checked against the raw bytes above.
