@@ -1,0 +1,381 @@
+"""TABLE_MAP_EVENT in full: column metadata, the optional metadata of WL#4618, the column model.
+
+The event's fixed part (table id, names, column types, per-type metadata, null
+bitmap) is read by :mod:`binlog_codec.events.rows_header`. This module decodes
+what follows:
+
+* the per-column *metadata* block, whose width depends on the column type
+  (``Table_map_log_event::save_field_metadata`` of each field type);
+* the *optional metadata* fields of WL#4618 (I2, "Format of New Fields"): a
+  sequence of ``type 1 | length packed | value`` in any order, unknown types
+  skipped by their length. The type codes are the server's (WL#4618 numbered
+  its design draft differently): 1 SIGNEDNESS, 2 DEFAULT_CHARSET,
+  3 COLUMN_CHARSET, 4 COLUMN_NAME, 5 SET_STR_VALUE, 6 ENUM_STR_VALUE,
+  7 GEOMETRY_TYPE, 8 SIMPLE_PRIMARY_KEY, 9 PRIMARY_KEY_WITH_PREFIX,
+  10 ENUM_AND_SET_DEFAULT_CHARSET, 11 ENUM_AND_SET_COLUMN_CHARSET,
+  12 COLUMN_VISIBILITY, 13 VECTOR_DIMENSIONALITY.
+
+:func:`table_map` combines both into a :class:`TableMap` of :class:`Column`
+records that carry each column's exact SQL type text, charset and collation,
+nullability, signedness and primary-key role. Without optional metadata the
+columns are named ``@1``, ``@2``, ... and their signedness is unknown (``None``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Callable
+
+from .errors import CorruptEventError
+from .events.rows_header import TableMapEvent
+from .wire import Cursor, ShortBody
+
+
+class ColumnType(IntEnum):
+    """``enum_field_types`` of ``field_types.h`` as they appear in a table map."""
+
+    DECIMAL = 0
+    TINY = 1
+    SHORT = 2
+    LONG = 3
+    FLOAT = 4
+    DOUBLE = 5
+    NULL = 6
+    TIMESTAMP = 7
+    LONGLONG = 8
+    INT24 = 9
+    DATE = 10
+    TIME = 11
+    DATETIME = 12
+    YEAR = 13
+    NEWDATE = 14
+    VARCHAR = 15
+    BIT = 16
+    TIMESTAMP2 = 17
+    DATETIME2 = 18
+    TIME2 = 19
+    TYPED_ARRAY = 20
+    VECTOR = 242
+    INVALID = 243
+    BOOL = 244
+    JSON = 245
+    NEWDECIMAL = 246
+    ENUM = 247
+    SET = 248
+    TINY_BLOB = 249
+    MEDIUM_BLOB = 250
+    LONG_BLOB = 251
+    BLOB = 252
+    VAR_STRING = 253
+    STRING = 254
+    GEOMETRY = 255
+
+
+class OptionalField(IntEnum):
+    SIGNEDNESS = 1
+    DEFAULT_CHARSET = 2
+    COLUMN_CHARSET = 3
+    COLUMN_NAME = 4
+    SET_STR_VALUE = 5
+    ENUM_STR_VALUE = 6
+    GEOMETRY_TYPE = 7
+    SIMPLE_PRIMARY_KEY = 8
+    PRIMARY_KEY_WITH_PREFIX = 9
+    ENUM_AND_SET_DEFAULT_CHARSET = 10
+    ENUM_AND_SET_COLUMN_CHARSET = 11
+    COLUMN_VISIBILITY = 12
+    VECTOR_DIMENSIONALITY = 13
+
+
+# Types whose signedness the SIGNEDNESS field records, one bit each, in column
+# order (the server marks YEAR unsigned; old DECIMAL is numeric too).
+NUMERIC_TYPES = frozenset(
+    {
+        ColumnType.DECIMAL,
+        ColumnType.TINY,
+        ColumnType.SHORT,
+        ColumnType.INT24,
+        ColumnType.LONG,
+        ColumnType.LONGLONG,
+        ColumnType.NEWDECIMAL,
+        ColumnType.FLOAT,
+        ColumnType.DOUBLE,
+        ColumnType.YEAR,
+    }
+)
+# Types whose collation the (DEFAULT|COLUMN)_CHARSET fields record ("base class is blob for geometry").
+CHARACTER_TYPES = frozenset(
+    {ColumnType.STRING, ColumnType.VAR_STRING, ColumnType.VARCHAR, ColumnType.BLOB, ColumnType.GEOMETRY}
+)
+ENUM_SET_TYPES = frozenset({ColumnType.ENUM, ColumnType.SET})
+BINARY_COLLATION = 63
+
+GEOMETRY_TYPES = {
+    0: "GEOMETRY",
+    1: "POINT",
+    2: "LINESTRING",
+    3: "POLYGON",
+    4: "MULTIPOINT",
+    5: "MULTILINESTRING",
+    6: "MULTIPOLYGON",
+    7: "GEOMETRYCOLLECTION",
+}
+
+
+@dataclass
+class Column:
+    """One column as the table map describes it."""
+
+    index: int
+    type_code: int
+    real_type: int
+    nullable: bool
+    name: str | None = None
+    length: int | None = None  # CHAR/VARCHAR/BINARY bytes, BLOB length bytes, BIT bits
+    precision: int | None = None
+    scale: int | None = None
+    fsp: int | None = None
+    pack_length: int | None = None
+    unsigned: bool | None = None
+    collation_id: int | None = None
+    enum_values: list[str] | None = None
+    set_values: list[str] | None = None
+    geometry_type: int | None = None
+    visible: bool | None = None
+    vector_dimension: int | None = None
+    primary_key_position: int | None = None
+    primary_key_prefix: int | None = None
+
+    @property
+    def display_name(self) -> str:
+        return self.name if self.name is not None else f"@{self.index + 1}"
+
+    @property
+    def is_binary(self) -> bool:
+        return self.collation_id == BINARY_COLLATION
+
+
+@dataclass
+class TableMap:
+    """A table map with its columns decoded; ``metadata_level`` is FULL, MINIMAL or NONE."""
+
+    table_id: int
+    database: str
+    table: str
+    columns: list[Column]
+    primary_key: list[tuple[int, int]] = field(default_factory=list)  # (column index, prefix or 0)
+    default_charset: int | None = None
+    enum_set_default_charset: int | None = None
+    metadata_level: str = "NONE"
+    unknown_fields: list[int] = field(default_factory=list)
+
+
+# -- per-column metadata block ------------------------------------------------
+
+
+def _string_metadata(column: Column, cursor: Cursor) -> None:
+    """STRING (CHAR/BINARY/ENUM/SET): ``real_type 1 | length 1`` with the high length bits folded into real_type."""
+    first, second = cursor.u8("string real type"), cursor.u8("string length")
+    if first & 0x30 != 0x30:  # lengths above 255 borrow two bits of the type byte
+        column.length = second | (((first & 0x30) ^ 0x30) << 4)
+        first |= 0x30
+    else:
+        column.length = second
+    column.real_type = first
+
+
+def _pack_length(column: Column, cursor: Cursor) -> None:
+    column.pack_length = cursor.u8("pack length")
+
+
+def _varchar(column: Column, cursor: Cursor) -> None:
+    column.length = cursor.u16("max length")
+
+
+def _bit(column: Column, cursor: Cursor) -> None:
+    bits, whole_bytes = cursor.u8("bits"), cursor.u8("bytes")
+    column.length = whole_bytes * 8 + bits
+
+
+def _newdecimal(column: Column, cursor: Cursor) -> None:
+    column.precision, column.scale = cursor.u8("precision"), cursor.u8("scale")
+
+
+def _fsp(column: Column, cursor: Cursor) -> None:
+    column.fsp = cursor.u8("fractional seconds precision")
+
+
+_METADATA_READERS: dict[int, Callable[[Column, Cursor], None]] = {
+    ColumnType.FLOAT: _pack_length,
+    ColumnType.DOUBLE: _pack_length,
+    ColumnType.BLOB: _pack_length,
+    ColumnType.TINY_BLOB: _pack_length,
+    ColumnType.MEDIUM_BLOB: _pack_length,
+    ColumnType.LONG_BLOB: _pack_length,
+    ColumnType.GEOMETRY: _pack_length,
+    ColumnType.JSON: _pack_length,
+    ColumnType.VECTOR: _pack_length,
+    ColumnType.VARCHAR: _varchar,
+    ColumnType.VAR_STRING: _varchar,
+    ColumnType.BIT: _bit,
+    ColumnType.NEWDECIMAL: _newdecimal,
+    ColumnType.STRING: _string_metadata,
+    ColumnType.ENUM: _string_metadata,
+    ColumnType.SET: _string_metadata,
+    ColumnType.TIMESTAMP2: _fsp,
+    ColumnType.DATETIME2: _fsp,
+    ColumnType.TIME2: _fsp,
+}
+
+
+def _columns(event: TableMapEvent) -> list[Column]:
+    cursor = Cursor(event.metadata)
+    columns = []
+    for index, type_code in enumerate(event.column_types):
+        nullable = bool(event.null_bitmap[index // 8] >> (index % 8) & 1)
+        column = Column(index, type_code, type_code, nullable)
+        reader = _METADATA_READERS.get(type_code)
+        if reader is not None:
+            reader(column, cursor)
+        columns.append(column)
+    if cursor.remaining:
+        raise ShortBody(f"column metadata has {cursor.remaining} bytes left over after {len(columns)} columns")
+    return columns
+
+
+# -- optional metadata (WL#4618 I2) ---------------------------------------------
+
+
+def _bits_msb_first(data: bytes, count: int) -> list[bool]:
+    if len(data) * 8 < count:
+        raise ShortBody(f"bitmap of {len(data)} bytes cannot hold {count} flags")
+    return [bool(data[i // 8] & (0x80 >> (i % 8))) for i in range(count)]
+
+
+def _packed_list(value: bytes, what: str) -> list[int]:
+    cursor = Cursor(value)
+    items = []
+    while cursor.remaining:
+        items.append(cursor.packed_int(what))
+    return items
+
+
+def _default_charset(value: bytes) -> tuple[int, dict[int, int]]:
+    """``default collation | (column index | collation)...``; indexes count among the covered columns."""
+    cursor = Cursor(value)
+    default = cursor.packed_int("default collation")
+    overrides = {}
+    while cursor.remaining:
+        overrides[cursor.packed_int("column index")] = cursor.packed_int("collation")
+    return default, overrides
+
+
+def _string_lists(value: bytes, what: str) -> list[list[str]]:
+    cursor = Cursor(value)
+    lists = []
+    while cursor.remaining:
+        count = cursor.packed_int(f"{what} count")
+        if count > cursor.remaining:
+            raise ShortBody(f"{what} count {count} cannot fit in {cursor.remaining} bytes")
+        lists.append(
+            [cursor.take(cursor.packed_int(f"{what} length"), what).decode("utf-8", "surrogateescape") for _ in range(count)]
+        )
+    return lists
+
+
+def _names(value: bytes) -> list[str]:
+    cursor = Cursor(value)
+    names = []
+    while cursor.remaining:
+        names.append(cursor.take(cursor.packed_int("column name length"), "column name").decode("utf-8", "surrogateescape"))
+    return names
+
+
+def _assign(columns: list[Column], values: list, attribute: str, what: str) -> None:
+    if len(values) > len(columns):
+        raise ShortBody(f"{what} has {len(values)} entries for {len(columns)} columns")
+    for column, value in zip(columns, values):
+        setattr(column, attribute, value)
+
+
+def _assign_charsets(columns: list[Column], default: int, overrides: dict[int, int]) -> None:
+    for position, column in enumerate(columns):
+        column.collation_id = overrides.get(position, default)
+
+
+def _apply_optional(table: TableMap, data: bytes) -> None:
+    columns = table.columns
+    numeric = [c for c in columns if c.real_type in NUMERIC_TYPES]
+    character = [c for c in columns if c.type_code in CHARACTER_TYPES and c.real_type not in ENUM_SET_TYPES]
+    enum_set = [c for c in columns if c.real_type in ENUM_SET_TYPES]
+    cursor = Cursor(data)
+    seen = set()
+    while cursor.remaining:
+        kind = cursor.u8("optional metadata type")
+        value = cursor.take(cursor.packed_int("optional metadata length"), f"optional metadata field {kind}")
+        seen.add(kind)
+        if kind == OptionalField.SIGNEDNESS:
+            _assign(numeric, _bits_msb_first(value, len(numeric)), "unsigned", "SIGNEDNESS")
+        elif kind == OptionalField.DEFAULT_CHARSET:
+            table.default_charset, overrides = _default_charset(value)
+            _assign_charsets(character, table.default_charset, overrides)
+        elif kind == OptionalField.COLUMN_CHARSET:
+            _assign(character, _packed_list(value, "collation"), "collation_id", "COLUMN_CHARSET")
+        elif kind == OptionalField.COLUMN_NAME:
+            _assign(columns, _names(value), "name", "COLUMN_NAME")
+        elif kind == OptionalField.SET_STR_VALUE:
+            _assign([c for c in enum_set if c.real_type == ColumnType.SET], _string_lists(value, "SET value"), "set_values", "SET_STR_VALUE")
+        elif kind == OptionalField.ENUM_STR_VALUE:
+            _assign([c for c in enum_set if c.real_type == ColumnType.ENUM], _string_lists(value, "ENUM value"), "enum_values", "ENUM_STR_VALUE")
+        elif kind == OptionalField.GEOMETRY_TYPE:
+            _assign([c for c in columns if c.type_code == ColumnType.GEOMETRY], _packed_list(value, "geometry type"), "geometry_type", "GEOMETRY_TYPE")
+        elif kind == OptionalField.SIMPLE_PRIMARY_KEY:
+            table.primary_key = [(index, 0) for index in _packed_list(value, "primary key column")]
+        elif kind == OptionalField.PRIMARY_KEY_WITH_PREFIX:
+            pairs = _packed_list(value, "primary key column")
+            if len(pairs) % 2:
+                raise ShortBody("PRIMARY_KEY_WITH_PREFIX holds an odd number of values")
+            table.primary_key = list(zip(pairs[::2], pairs[1::2]))
+        elif kind == OptionalField.ENUM_AND_SET_DEFAULT_CHARSET:
+            table.enum_set_default_charset, overrides = _default_charset(value)
+            _assign_charsets(enum_set, table.enum_set_default_charset, overrides)
+        elif kind == OptionalField.ENUM_AND_SET_COLUMN_CHARSET:
+            _assign(enum_set, _packed_list(value, "collation"), "collation_id", "ENUM_AND_SET_COLUMN_CHARSET")
+        elif kind == OptionalField.COLUMN_VISIBILITY:
+            _assign(columns, _bits_msb_first(value, len(columns)), "visible", "COLUMN_VISIBILITY")
+        elif kind == OptionalField.VECTOR_DIMENSIONALITY:
+            _assign([c for c in columns if c.type_code == ColumnType.VECTOR], _packed_list(value, "vector dimension"), "vector_dimension", "VECTOR_DIMENSIONALITY")
+        else:
+            table.unknown_fields.append(kind)
+    for position, (index, prefix) in enumerate(table.primary_key):
+        if index >= len(columns):
+            raise ShortBody(f"primary key names column {index} of {len(columns)}")
+        columns[index].primary_key_position, columns[index].primary_key_prefix = position, prefix
+    if seen:
+        table.metadata_level = "FULL" if OptionalField.COLUMN_NAME in seen else "MINIMAL"
+
+
+def table_map(event: TableMapEvent) -> TableMap:
+    """Decode a table map event's column metadata and optional metadata into a :class:`TableMap`.
+
+    Malformed metadata raises :class:`~binlog_codec.wire.ShortBody`;
+    :func:`decode_table_map` turns that into a located error.
+    """
+    table = TableMap(event.table_id, event.database, event.table, _columns(event))
+    _apply_optional(table, event.optional_metadata)
+    return table
+
+
+def decode_table_map(event: TableMapEvent) -> TableMap:
+    """:func:`table_map`, with errors naming the file, position and event type."""
+    try:
+        return table_map(event)
+    except ShortBody as exc:
+        raise CorruptEventError(
+            f"corrupt table map metadata: {exc}",
+            file=event.file,
+            position=event.pos,
+            event_type=event.type_name,
+            inner_offset=event.inner_offset,
+        ) from None
