@@ -1,0 +1,403 @@
+"""One decoder per MySQL column type: the bytes of a value in a row image to a Python value.
+
+The on-disk layouts are the storage formats the server copies into row events
+(``Field::pack`` of each type; temporal formats of ``my_time.cc``). Values come
+out exact: integers as ``int`` with the column's signedness, DECIMAL as
+``decimal.Decimal`` with its scale, temporal values as MySQL's own text (zero
+and partly-zero dates kept, never turned into None or 1970), character data
+decoded from the column's charset (``bytes`` for the binary charset), JSON as
+the parsed document, VECTOR as a list of floats.
+
+:func:`value_decoder` builds, once per column, a function
+``decode(data, offset) -> (value, next_offset)``; the row decoder calls it per
+value. Every decoder checks that its bytes are there.
+"""
+
+from __future__ import annotations
+
+import struct
+from decimal import Decimal
+from typing import Any, Callable
+
+from . import charsets, json_binary
+from .table_map import Column, ColumnType
+from .wire import ShortBody
+
+ValueDecoder = Callable[[bytes, int], tuple[Any, int]]
+
+_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+TIMEF_INT_OFS = 0x800000
+TIMEF_OFS = 0x800000000000
+DATETIMEF_INT_OFS = 0x8000000000
+
+
+def _need(data: bytes, offset: int, size: int, column: Column) -> int:
+    end = offset + size
+    if end > len(data):
+        raise ShortBody(
+            f"column {column.display_name}: value needs {size} bytes at row offset {offset}, {len(data) - offset} left"
+        )
+    return end
+
+
+def _integer(size: int, column: Column) -> ValueDecoder:
+    signed = not column.unsigned
+
+    def decode(data: bytes, offset: int) -> tuple[int, int]:
+        end = _need(data, offset, size, column)
+        return int.from_bytes(data[offset:end], "little", signed=signed), end
+
+    return decode
+
+
+def _float(column: Column) -> ValueDecoder:
+    def decode(data: bytes, offset: int) -> tuple[float, int]:
+        end = _need(data, offset, 4, column)
+        return shortest_float32(data[offset:end]), end
+
+    return decode
+
+
+def shortest_float32(raw: bytes) -> float:
+    """The shortest decimal that reads back as the same 4-byte float (what MySQL prints)."""
+    value = struct.unpack("<f", raw)[0]
+    if value != value or value in (float("inf"), float("-inf")):
+        return value
+    for digits in range(1, 10):
+        candidate = float(f"{value:.{digits}g}")
+        if struct.pack("<f", candidate) == raw:
+            return candidate
+    return value
+
+
+def _double(column: Column) -> ValueDecoder:
+    def decode(data: bytes, offset: int) -> tuple[float, int]:
+        end = _need(data, offset, 8, column)
+        return struct.unpack_from("<d", data, offset)[0], end
+
+    return decode
+
+
+def decimal_size(precision: int, scale: int) -> int:
+    integral = precision - scale
+    return (integral // 9) * 4 + _DIG2BYTES[integral % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
+
+
+def decode_decimal(raw: bytes, precision: int, scale: int) -> Decimal:
+    """MySQL's binary DECIMAL (``decimal2bin``): big-endian groups of 9 digits, sign in the top bit."""
+    negative = not raw[0] & 0x80
+    buf = bytearray(raw)
+    buf[0] ^= 0x80
+    if negative:
+        buf = bytearray(b ^ 0xFF for b in buf)
+    integral = precision - scale
+    digits = []
+    pos = 0
+    lead = _DIG2BYTES[integral % 9]
+    if lead:
+        digits.append(str(int.from_bytes(buf[pos : pos + lead], "big")))
+        pos += lead
+    for _ in range(integral // 9):
+        digits.append(f"{int.from_bytes(buf[pos:pos + 4], 'big'):09d}")
+        pos += 4
+    fraction = []
+    for _ in range(scale // 9):
+        fraction.append(f"{int.from_bytes(buf[pos:pos + 4], 'big'):09d}")
+        pos += 4
+    tail = _DIG2BYTES[scale % 9]
+    if tail:
+        fraction.append(f"{int.from_bytes(buf[pos:pos + tail], 'big'):0{scale % 9}d}")
+    text = ("".join(digits).lstrip("0") or "0") + ("." + "".join(fraction) if scale else "")
+    return Decimal(("-" if negative else "") + text)
+
+
+def _newdecimal(column: Column) -> ValueDecoder:
+    precision, scale = column.precision or 0, column.scale or 0
+    size = decimal_size(precision, scale)
+
+    def decode(data: bytes, offset: int) -> tuple[Decimal, int]:
+        end = _need(data, offset, size, column)
+        return decode_decimal(data[offset:end], precision, scale), end
+
+    return decode
+
+
+def _year(column: Column) -> ValueDecoder:
+    def decode(data: bytes, offset: int) -> tuple[int, int]:
+        end = _need(data, offset, 1, column)
+        raw = data[offset]
+        return (1900 + raw if raw else 0), end
+
+    return decode
+
+
+def _date(column: Column) -> ValueDecoder:
+    def decode(data: bytes, offset: int) -> tuple[str, int]:
+        end = _need(data, offset, 3, column)
+        raw = int.from_bytes(data[offset:end], "little")
+        return f"{raw >> 9:04d}-{(raw >> 5) & 15:02d}-{raw & 31:02d}", end
+
+    return decode
+
+
+def _fraction(micro: int, fsp: int) -> str:
+    return f".{micro:06d}"[: fsp + 1] if fsp else ""
+
+
+def _frac_bytes(fsp: int) -> int:
+    return (fsp + 1) // 2
+
+
+def _frac_micro(data: bytes, offset: int, fsp: int) -> int:
+    size = _frac_bytes(fsp)
+    raw = int.from_bytes(data[offset : offset + size], "big")
+    return raw * (10 ** (6 - 2 * size))
+
+
+def _datetime2(column: Column) -> ValueDecoder:
+    fsp = column.fsp or 0
+    size = 5 + _frac_bytes(fsp)
+
+    def decode(data: bytes, offset: int) -> tuple[str, int]:
+        end = _need(data, offset, size, column)
+        packed = int.from_bytes(data[offset : offset + 5], "big") - DATETIMEF_INT_OFS
+        micro = _frac_micro(data, offset + 5, fsp)
+        ymd, hms = packed >> 17, packed % (1 << 17)
+        year_month = ymd >> 5
+        text = (
+            f"{year_month // 13:04d}-{year_month % 13:02d}-{ymd % 32:02d} "
+            f"{hms >> 12:02d}:{(hms >> 6) % 64:02d}:{hms % 64:02d}"
+        )
+        return text + _fraction(micro, fsp), end
+
+    return decode
+
+
+def _timestamp2(column: Column) -> ValueDecoder:
+    """TIMESTAMP(fsp): big-endian seconds since the epoch (UTC) and the fraction; 0 is the zero timestamp."""
+    fsp = column.fsp or 0
+    size = 4 + _frac_bytes(fsp)
+
+    def decode(data: bytes, offset: int) -> tuple[str, int]:
+        end = _need(data, offset, size, column)
+        seconds = int.from_bytes(data[offset : offset + 4], "big")
+        return timestamp_text(seconds, _frac_micro(data, offset + 4, fsp), fsp), end
+
+    return decode
+
+
+def timestamp_text(seconds: int, micro: int, fsp: int) -> str:
+    import time as _time
+
+    if seconds == 0 and micro == 0:
+        return "0000-00-00 00:00:00" + _fraction(0, fsp)
+    parts = _time.gmtime(seconds)
+    return _time.strftime("%Y-%m-%d %H:%M:%S", parts) + _fraction(micro, fsp)
+
+
+def _time2(column: Column) -> ValueDecoder:
+    fsp = column.fsp or 0
+    size = 3 + _frac_bytes(fsp)
+
+    def decode(data: bytes, offset: int) -> tuple[str, int]:
+        end = _need(data, offset, size, column)
+        return time_text(time2_packed(data[offset:end], fsp), fsp), end
+
+    return decode
+
+
+def time2_packed(raw: bytes, fsp: int) -> int:
+    """``my_time_packed_from_binary``: TIME2 bytes to the packed ``(hms << 24) + microseconds``."""
+    if fsp >= 5:
+        return int.from_bytes(raw[:6], "big") - TIMEF_OFS
+    intpart = int.from_bytes(raw[:3], "big") - TIMEF_INT_OFS
+    if fsp == 0:
+        return intpart << 24
+    if fsp <= 2:
+        frac = int.from_bytes(raw[3:4], "big", signed=True)
+        if intpart < 0 and frac:
+            intpart += 1
+            frac -= 0x100
+        return (intpart << 24) + frac * 10000
+    frac = int.from_bytes(raw[3:5], "big", signed=True)
+    if intpart < 0 and frac:
+        intpart += 1
+        frac -= 0x10000
+    return (intpart << 24) + frac * 100
+
+
+def time_text(packed: int, fsp: int) -> str:
+    sign = "-" if packed < 0 else ""
+    packed = abs(packed)
+    hms, micro = packed >> 24, packed % (1 << 24)
+    hours, minutes, seconds = (hms >> 12) % (1 << 10), (hms >> 6) % 64, hms % 64
+    return f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}" + _fraction(micro, fsp)
+
+
+def _old_time(column: Column) -> ValueDecoder:
+    def decode(data: bytes, offset: int) -> tuple[str, int]:
+        end = _need(data, offset, 3, column)
+        raw = int.from_bytes(data[offset:end], "little", signed=True)
+        sign, raw = ("-" if raw < 0 else ""), abs(raw)
+        return f"{sign}{raw // 10000:02d}:{raw // 100 % 100:02d}:{raw % 100:02d}", end
+
+    return decode
+
+
+def _old_datetime(column: Column) -> ValueDecoder:
+    def decode(data: bytes, offset: int) -> tuple[str, int]:
+        end = _need(data, offset, 8, column)
+        raw = int.from_bytes(data[offset:end], "little")
+        date, time = divmod(raw, 1_000_000)
+        return (
+            f"{date // 10000:04d}-{date // 100 % 100:02d}-{date % 100:02d} "
+            f"{time // 10000:02d}:{time // 100 % 100:02d}:{time % 100:02d}"
+        ), end
+
+    return decode
+
+
+def _old_timestamp(column: Column) -> ValueDecoder:
+    def decode(data: bytes, offset: int) -> tuple[str, int]:
+        end = _need(data, offset, 4, column)
+        return timestamp_text(int.from_bytes(data[offset:end], "little"), 0, 0), end
+
+    return decode
+
+
+def _text_decoder(column: Column, flavour: str) -> Callable[[bytes], Any]:
+    """Text columns decode from their charset; binary ones, and columns of unknown charset, stay bytes."""
+    collation_id = column.collation_id
+    if collation_id is None or charsets.is_binary(collation_id):
+        return bytes
+
+    def convert(raw: bytes) -> Any:
+        try:
+            return charsets.decode(raw, collation_id, flavour, column=column.display_name)
+        except (charsets.CharsetError, charsets.UnknownCollationError) as exc:
+            raise ShortBody(str(exc)) from None
+
+    return convert
+
+
+def _length_prefixed(column: Column, width: int, convert: Callable[[bytes], Any]) -> ValueDecoder:
+    def decode(data: bytes, offset: int) -> tuple[Any, int]:
+        start = _need(data, offset, width, column)
+        length = int.from_bytes(data[offset:start], "little")
+        end = _need(data, start, length, column)
+        return convert(data[start:end]), end
+
+    return decode
+
+
+def _string(column: Column, flavour: str) -> ValueDecoder:
+    real = column.real_type
+    length = column.length or 0
+    if real == ColumnType.ENUM:
+        return _enum(column, length)
+    if real == ColumnType.SET:
+        return _set(column, length)
+    return _length_prefixed(column, 1 if length < 256 else 2, _text_decoder(column, flavour))
+
+
+def _enum(column: Column, size: int) -> ValueDecoder:
+    labels = column.enum_values
+
+    def decode(data: bytes, offset: int) -> tuple[Any, int]:
+        end = _need(data, offset, size, column)
+        index = int.from_bytes(data[offset:end], "little")
+        if labels is None:
+            return index, end
+        if index == 0:
+            return "", end
+        if index > len(labels):
+            raise ShortBody(f"column {column.display_name}: ENUM index {index} beyond its {len(labels)} labels")
+        return labels[index - 1], end
+
+    return decode
+
+
+def _set(column: Column, size: int) -> ValueDecoder:
+    labels = column.set_values
+
+    def decode(data: bytes, offset: int) -> tuple[Any, int]:
+        end = _need(data, offset, size, column)
+        mask = int.from_bytes(data[offset:end], "little")
+        if labels is None:
+            return mask, end
+        return ",".join(label for bit, label in enumerate(labels) if mask >> bit & 1), end
+
+    return decode
+
+
+def _bit(column: Column) -> ValueDecoder:
+    size = ((column.length or 0) + 7) // 8
+
+    def decode(data: bytes, offset: int) -> tuple[int, int]:
+        end = _need(data, offset, size, column)
+        return int.from_bytes(data[offset:end], "big"), end
+
+    return decode
+
+
+def _json(column: Column) -> ValueDecoder:
+    def convert(raw: bytes) -> Any:
+        try:
+            return json_binary.parse(raw)
+        except json_binary.JsonBinaryError as exc:
+            raise ShortBody(f"column {column.display_name}: {exc}") from None
+
+    return _length_prefixed(column, column.pack_length or 4, convert)
+
+
+def _vector(column: Column) -> ValueDecoder:
+    def convert(raw: bytes) -> list[float]:
+        if len(raw) % 4:
+            raise ShortBody(f"column {column.display_name}: VECTOR of {len(raw)} bytes is not whole floats")
+        return [shortest_float32(raw[i : i + 4]) for i in range(0, len(raw), 4)]
+
+    return _length_prefixed(column, column.pack_length or 4, convert)
+
+
+def value_decoder(column: Column, flavour: str = "mysql") -> ValueDecoder:
+    """The decoder of ``column``'s values, built once per table map."""
+    kind = column.type_code
+    fixed = {
+        ColumnType.TINY: 1,
+        ColumnType.SHORT: 2,
+        ColumnType.INT24: 3,
+        ColumnType.LONG: 4,
+        ColumnType.LONGLONG: 8,
+    }
+    if kind in fixed:
+        return _integer(fixed[kind], column)
+    builders: dict[int, Callable[[], ValueDecoder]] = {
+        ColumnType.FLOAT: lambda: _float(column),
+        ColumnType.DOUBLE: lambda: _double(column),
+        ColumnType.NEWDECIMAL: lambda: _newdecimal(column),
+        ColumnType.YEAR: lambda: _year(column),
+        ColumnType.DATE: lambda: _date(column),
+        ColumnType.NEWDATE: lambda: _date(column),
+        ColumnType.TIME: lambda: _old_time(column),
+        ColumnType.TIME2: lambda: _time2(column),
+        ColumnType.DATETIME: lambda: _old_datetime(column),
+        ColumnType.DATETIME2: lambda: _datetime2(column),
+        ColumnType.TIMESTAMP: lambda: _old_timestamp(column),
+        ColumnType.TIMESTAMP2: lambda: _timestamp2(column),
+        ColumnType.VARCHAR: lambda: _length_prefixed(
+            column, 1 if (column.length or 0) < 256 else 2, _text_decoder(column, flavour)
+        ),
+        ColumnType.VAR_STRING: lambda: _length_prefixed(
+            column, 1 if (column.length or 0) < 256 else 2, _text_decoder(column, flavour)
+        ),
+        ColumnType.STRING: lambda: _string(column, flavour),
+        ColumnType.BIT: lambda: _bit(column),
+        ColumnType.BLOB: lambda: _length_prefixed(column, column.pack_length or 2, _text_decoder(column, flavour)),
+        ColumnType.GEOMETRY: lambda: _length_prefixed(column, column.pack_length or 4, bytes),
+        ColumnType.JSON: lambda: _json(column),
+        ColumnType.VECTOR: lambda: _vector(column),
+    }
+    builder = builders.get(kind)
+    if builder is None:
+        raise ShortBody(f"column {column.display_name}: no decoder for column type {kind}")
+    return builder()
