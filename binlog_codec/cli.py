@@ -16,17 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
+from decimal import Decimal
 import logging
 import os
 import sys
 import time
 from typing import Iterable, TextIO
 
-from . import __version__
+from . import __version__, json_binary
 from .errors import BinlogError
 from .event_types import EventType
 from .events import Event, RowsEvent, TableMapEvent, decode
 from .reader import BinlogReader
+from .rows import read_rows
 from .transactions import scan_transactions
 
 log = logging.getLogger("binlog_codec")
@@ -169,6 +171,56 @@ def cmd_transactions(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _json_value(value):
+    """A decoded value in the ``rows`` JSON form: exact numbers, text, ``{"hex": ...}`` for bytes."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"hex": bytes(value).hex()}
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _json_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_json_value(item) for item in value]
+    return value
+
+
+def _opaque_json(value):
+    """JSON opaque scalars (dates, decimals, ...) as MySQL prints them inside a document."""
+    return json.loads(json_binary.to_text(value))
+
+
+def _image(values):
+    return None if values is None else {name: _json_value(value) for name, value in values.items()}
+
+
+def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
+    for path in args.files:
+        for record in read_rows(
+            path,
+            database=args.database,
+            table=args.table,
+            verify_checksums=not args.no_verify_checksums,
+            start_position=args.start_position,
+            stop_position=args.stop_position,
+        ):
+            change = record.change
+            line = {
+                "file": record.file,
+                "pos": record.pos,
+                "row_index": record.row_index,
+                "type": record.kind,
+                "db": record.database,
+                "table": record.table,
+                "gtid": record.gtid,
+                "timestamp": record.timestamp,
+                "before": _image(change.before),
+                "after": _image(change.after),
+                "partial": change.partial,
+            }
+            out.write(json.dumps(line, ensure_ascii=False, default=_opaque_json) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="binlog-codec", description="Read MySQL and MariaDB binary log files.")
     parser.add_argument("--version", action="version", version=f"binlog-codec {__version__}")
@@ -194,6 +246,14 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--framing-only", action="store_true", help="check framing and checksums, not event bodies")
     verify.add_argument("--skip-unknown", action="store_true", help="accept unknown event types")
     verify.set_defaults(run=cmd_verify)
+
+    rows = commands.add_parser("rows", help="every row change as JSON Lines")
+    common(rows)
+    rows.add_argument("--database", help="only rows of this database")
+    rows.add_argument("--table", help="only rows of this table")
+    rows.add_argument("--start-position", type=int, help="first rows event starts at or after this byte")
+    rows.add_argument("--stop-position", type=int, help="stop before the event that starts at or after this byte")
+    rows.set_defaults(run=cmd_rows)
 
     transactions = commands.add_parser("transactions", help="list transaction boundaries")
     common(transactions)

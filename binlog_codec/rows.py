@@ -125,3 +125,54 @@ def _error(event: RowsEvent, message: str) -> CorruptEventError:
     return CorruptEventError(
         message, file=event.file, position=event.pos, event_type=event.type_name, inner_offset=event.inner_offset
     )
+
+
+@dataclass
+class RowRecord:
+    """A row change with its context: where it is, which table, which transaction."""
+
+    file: str
+    pos: int
+    row_index: int
+    kind: str
+    database: str
+    table: str
+    gtid: str | None
+    timestamp: int
+    change: RowChange
+
+
+def read_rows(path, *, flavour: str | None = None, database: str | None = None, table: str | None = None, **reader_options):
+    """Every row change of a binlog file, in order, with its table and GTID.
+
+    ``flavour`` (``mysql`` or ``mariadb``) picks the collation table; by default
+    it follows the server version of the file's format description.
+    """
+    from .events import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, TableMapEvent, read
+    from .table_map import decode_table_map
+
+    plans: dict[int, DecodingPlan] = {}
+    tables: dict[int, TableMap] = {}
+    gtid = None
+    for event in read(path, **reader_options):
+        if isinstance(event, FormatDescriptionEvent) and flavour is None:
+            flavour = "mariadb" if "mariadb" in event.server_version.lower() else "mysql"
+        elif isinstance(event, (GtidEvent, MariadbGtidEvent)):
+            gtid = event.gtid
+        elif isinstance(event, TableMapEvent):
+            tables[event.table_id] = decode_table_map(event)
+            plans.pop(event.table_id, None)
+        elif isinstance(event, RowsEvent):
+            mapped = tables.get(event.table_id)
+            if mapped is None:
+                raise _error(event, f"no TABLE_MAP for table_id {event.table_id} before this rows event")
+            if (database and mapped.database != database) or (table and mapped.table != table):
+                continue
+            plan = plans.get(event.table_id)
+            if plan is None:
+                plan = plans[event.table_id] = DecodingPlan(mapped, flavour or "mysql")
+            for change in decode_rows(event, plan):
+                yield RowRecord(
+                    event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,
+                    gtid, event.header.timestamp, change,
+                )

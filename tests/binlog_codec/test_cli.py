@@ -98,3 +98,22 @@ def test_usage_error_exits_2(capsys):
     with pytest.raises(SystemExit) as caught:
         main(["events"])
     assert caught.value.code == 2
+
+
+def test_rows_json_lines(capsys):
+    status, out, _ = run(capsys, "rows", path("blackbeam__rust_mysql_common/minimal_row_metadata.000001"))
+    (record,) = [json.loads(line) for line in out.splitlines()]
+    assert status == 0
+    assert (record["type"], record["row_index"], record["before"]) == ("insert", 0, None)
+    assert record["after"] == {"@1": 1, "@3": "a", "@5": 3230202323}  # absent columns are absent
+    status, out, _ = run(capsys, "rows", "--table", "nope", path(MARIADB))
+    assert status == 0 and out == ""
+
+
+def test_rows_of_every_good_fixture_decode(capsys):
+    for name in good_files():
+        status, out, err = run(capsys, "rows", path(name))
+        assert status == 0 and err == "", name
+        rows = expected()[name].get("derived_rows", {}).get("rows_total")
+        if rows is not None:
+            assert len(out.splitlines()) == rows, name
