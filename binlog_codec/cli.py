@@ -6,7 +6,10 @@ Subcommands:
   summary), or JSON Lines with ``--json``;
 * ``verify FILE...``: magic, framing, every checksum and every event body;
   exit status 0 only when all hold;
-* ``transactions FILE...``: transaction boundaries from a quick scan.
+* ``transactions FILE...``: transaction boundaries from a quick scan;
+* ``metadata FILE...``: each table map's columns and primary key as WL#4618
+  I3 prints them (``mariadb-binlog --print-table-metadata``), or JSON Lines
+  with ``--json``.
 
 Errors go to stderr as one line naming the file, the position, the event type
 and what was wrong; the exit status is then 1.
@@ -24,11 +27,23 @@ import time
 from typing import Iterable, TextIO
 
 from . import __version__, json_binary
-from .errors import BinlogError
+from .charsets import collation
+from .errors import BinlogError, CorruptEventError
 from .event_types import EventType
 from .events import Event, RowsEvent, TableMapEvent, decode
-from .reader import BinlogReader
+from .reader import BinlogReader, RawEvent
 from .rows import read_rows
+from .table_map import (
+    GEOMETRY_TYPES,
+    Column,
+    ColumnType,
+    TableMap,
+    column_values,
+    decode_table_map,
+    metadata_comment,
+    printable,
+    sql_type,
+)
 from .transactions import scan_transactions
 
 log = logging.getLogger("binlog_codec")
@@ -221,6 +236,74 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _column_name(column: Column) -> str | None:
+    return None if column.name is None else printable(column.name)
+
+
+def _column_json(column: Column, flavour: str) -> dict:
+    found = None if column.collation_id is None else collation(column.collation_id, flavour)
+    values = column_values(column, flavour)
+    return {
+        "index": column.index,
+        "name": _column_name(column),
+        "sql_type": sql_type(column, flavour),
+        "type_code": column.type_code,
+        "real_type": column.real_type,
+        "nullable": column.nullable,
+        "unsigned": column.unsigned,
+        "collation_id": column.collation_id,
+        "collation": found and found.name,
+        "charset": found and found.charset,
+        "enum_values": values if column.real_type == ColumnType.ENUM else None,
+        "set_values": values if column.real_type == ColumnType.SET else None,
+        "geometry_type": None if column.geometry_type is None else GEOMETRY_TYPES.get(column.geometry_type),
+        "visible": column.visible,
+        "vector_dimension": column.vector_dimension,
+    }
+
+
+def _metadata_json(raw: RawEvent, table: TableMap, flavour: str) -> str:
+    return json.dumps(
+        {
+            "file": raw.file,
+            "pos": raw.pos,
+            "inner_offset": raw.inner_offset,
+            "table_id": table.table_id,
+            "database": table.database,
+            "table": table.table,
+            "metadata_level": table.metadata_level,
+            "columns": [_column_json(column, flavour) for column in table.columns],
+            "primary_key": [
+                {"index": index, "name": _column_name(table.columns[index]), "prefix": prefix}
+                for index, prefix in table.primary_key
+            ],
+        },
+        ensure_ascii=False,
+    ) + "\n"
+
+
+def _metadata_text(raw: RawEvent, table: TableMap, flavour: str) -> str:
+    where = raw.pos if raw.inner_offset is None else f"{raw.pos}+{raw.inner_offset}"
+    name = "`{}`.`{}`".format(*(part.replace("`", "``") for part in (table.database, table.table)))
+    return f"# at {where}: Table_map {name} mapped to number {table.table_id}\n" + metadata_comment(table, flavour)
+
+
+def cmd_metadata(args: argparse.Namespace, out: TextIO) -> int:
+    render = _metadata_json if args.json else _metadata_text
+    for path in args.files:
+        for raw in _reader(path, args):
+            if raw.type_code != EventType.TABLE_MAP:
+                continue
+            table = decode_table_map(decode(raw))
+            flavour = "mariadb" if raw.fde.is_mariadb else "mysql"
+            try:
+                text = render(raw, table, flavour)
+            except ValueError as exc:  # unknown collation, ENUM/SET value not in its charset, impossible type
+                raise raw.error(CorruptEventError, f"table map metadata: {exc}") from None
+            out.write(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="binlog-codec", description="Read MySQL and MariaDB binary log files.")
     parser.add_argument("--version", action="version", version=f"binlog-codec {__version__}")
@@ -259,6 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     common(transactions)
     transactions.add_argument("--json", action="store_true", help="JSON Lines, one object per transaction")
     transactions.set_defaults(run=cmd_transactions)
+
+    metadata = commands.add_parser("metadata", help="columns and primary key of every table map (WL#4618)")
+    common(metadata)
+    metadata.add_argument("--json", action="store_true", help="JSON Lines, one object per table map")
+    metadata.set_defaults(run=cmd_metadata)
     return parser
 
 
