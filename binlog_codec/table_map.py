@@ -268,7 +268,8 @@ def _default_charset(value: bytes) -> tuple[int, dict[int, int]]:
     default = cursor.packed_int("default collation")
     overrides = {}
     while cursor.remaining:
-        overrides[cursor.packed_int("column index")] = cursor.packed_int("collation")
+        index = cursor.packed_int("column index")  # read before the collation that follows it
+        overrides[index] = cursor.packed_int("collation")
     return default, overrides
 
 
