@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from binlog_codec.event_types import ROWS_TYPES, EventType
+from binlog_codec.event_types import ROWS_TYPES
 from binlog_codec.events import (
     GtidEvent,
     MariadbGtidEvent,

@@ -7,7 +7,7 @@ import pytest
 from binlog_codec.events import TableMapEvent, read
 from binlog_codec.table_map import ColumnType, table_map
 from binlog_codec.wire import ShortBody
-from fixture_facts import expected, facts, files_with_fact, files_with_measured, path
+from fixture_facts import expected, files_with_measured, path
 
 
 def maps_of(name: str) -> dict:
