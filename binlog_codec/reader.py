@@ -324,9 +324,7 @@ class BinlogReader:
         return position
 
     def _read_event(self, stream: BinaryIO, pos: int) -> RawEvent | None:
-        header_length = self.fde.header_length if self.fde else HEADER_V4.size
-        if self.fde is None:
-            header_length = self._first_header_length(stream, pos)
+        header_length = self.fde.header_length if self.fde else self._first_header_length(stream, pos)
         head = stream.read(header_length)
         if not head:
             return None
@@ -422,6 +420,8 @@ class BinlogReader:
         if fde.checksum_alg is not None:
             body = payload[:-CHECKSUM_SIZE]
             checksum = int.from_bytes(payload[-CHECKSUM_SIZE:], "little")
+            # With checksums OFF the server still writes the FDE's own CRC32 (a zero one is
+            # the "not computed" value some relay-log writers leave).
             if self.verify_checksums and (fde.checksum_alg == CHECKSUM_CRC32 or checksum != 0):
                 self._check_crc(pos, header.type_code, zlib.crc32(fde_checksum_input(head, body)), checksum)
         self.fde = fde
@@ -458,8 +458,9 @@ class BinlogReader:
         offset = 0
         try:
             while offset < header.uncompressed_size:
-                yield self._payload_event(outer, stream, offset)
-                offset += self._last_inner_size
+                inner = self._payload_event(outer, stream, offset)
+                yield inner
+                offset += inner.size
             if _read_exact(stream, 1):
                 raise outer.error(
                     CorruptEventError, f"payload holds more than its uncompressed size {header.uncompressed_size}"
@@ -482,7 +483,6 @@ class BinlogReader:
         body = _read_exact(stream, header.event_size - HEADER_V4.size)
         if len(body) != header.event_size - HEADER_V4.size:
             raise outer.error(TruncatedError, f"payload ends inside the event at payload offset {offset}")
-        self._last_inner_size = header.event_size
         return RawEvent(outer.file, outer.pos, outer.end_pos, header, body, None, outer.fde, offset)
 
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from .errors import CorruptEventError
 from .event_types import EventType
-from .events.rows_header import RowsEvent
-from .table_map import ColumnType, TableMap
+from .events import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, read
+from .table_map import ColumnType, TableMap, decode_table_map
 from .values import value_decoder
 from .wire import Cursor, ShortBody
 
@@ -148,9 +148,6 @@ def read_rows(path, *, flavour: str | None = None, database: str | None = None, 
     ``flavour`` (``mysql`` or ``mariadb``) picks the collation table; by default
     it follows the server version of the file's format description.
     """
-    from .events import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, TableMapEvent, read
-    from .table_map import decode_table_map
-
     plans: dict[int, DecodingPlan] = {}
     tables: dict[int, TableMap] = {}
     gtid = None

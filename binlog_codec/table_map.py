@@ -306,50 +306,77 @@ def _assign_charsets(columns: list[Column], default: int, overrides: dict[int, i
         column.collation_id = overrides.get(position, default)
 
 
+def _is_numeric(column: Column) -> bool:
+    return column.real_type in NUMERIC_TYPES
+
+
+def _is_character(column: Column) -> bool:
+    return column.type_code in CHARACTER_TYPES and column.real_type not in ENUM_SET_TYPES
+
+
+def _is_enum_or_set(column: Column) -> bool:
+    return column.real_type in ENUM_SET_TYPES
+
+
+def _of_type(*types: int) -> Callable[[Column], bool]:
+    return lambda column: column.real_type in types
+
+
+# Fields that carry one value per column of a kind: (which columns, how to read
+# the values for that many columns, the Column attribute they set).
+_PER_COLUMN_FIELDS: dict[int, tuple[Callable[[Column], bool], Callable[[bytes, int], list], str]] = {
+    OptionalField.SIGNEDNESS: (_is_numeric, _bits_msb_first, "unsigned"),
+    OptionalField.COLUMN_CHARSET: (_is_character, lambda v, n: _packed_list(v, "collation"), "collation_id"),
+    OptionalField.COLUMN_NAME: (lambda c: True, lambda v, n: _names(v), "name"),
+    OptionalField.SET_STR_VALUE: (_of_type(ColumnType.SET), lambda v, n: _string_lists(v, "SET value"), "set_values"),
+    OptionalField.ENUM_STR_VALUE: (_of_type(ColumnType.ENUM), lambda v, n: _string_lists(v, "ENUM value"), "enum_values"),
+    OptionalField.GEOMETRY_TYPE: (
+        lambda c: c.type_code == ColumnType.GEOMETRY,
+        lambda v, n: _packed_list(v, "geometry type"),
+        "geometry_type",
+    ),
+    OptionalField.ENUM_AND_SET_COLUMN_CHARSET: (_is_enum_or_set, lambda v, n: _packed_list(v, "collation"), "collation_id"),
+    OptionalField.COLUMN_VISIBILITY: (lambda c: True, _bits_msb_first, "visible"),
+    OptionalField.VECTOR_DIMENSIONALITY: (
+        lambda c: c.type_code == ColumnType.VECTOR,
+        lambda v, n: _packed_list(v, "vector dimension"),
+        "vector_dimension",
+    ),
+}
+
+
+def _apply_field(table: TableMap, kind: int, value: bytes) -> None:
+    """Apply one optional metadata field (WL#4618 I2) to ``table``; unknown kinds are recorded."""
+    if kind in _PER_COLUMN_FIELDS:
+        selects, read, attribute = _PER_COLUMN_FIELDS[kind]
+        covered = [column for column in table.columns if selects(column)]
+        _assign(covered, read(value, len(covered)), attribute, OptionalField(kind).name)
+    elif kind == OptionalField.DEFAULT_CHARSET:
+        table.default_charset, overrides = _default_charset(value)
+        _assign_charsets([c for c in table.columns if _is_character(c)], table.default_charset, overrides)
+    elif kind == OptionalField.ENUM_AND_SET_DEFAULT_CHARSET:
+        table.enum_set_default_charset, overrides = _default_charset(value)
+        _assign_charsets([c for c in table.columns if _is_enum_or_set(c)], table.enum_set_default_charset, overrides)
+    elif kind == OptionalField.SIMPLE_PRIMARY_KEY:
+        table.primary_key = [(index, 0) for index in _packed_list(value, "primary key column")]
+    elif kind == OptionalField.PRIMARY_KEY_WITH_PREFIX:
+        pairs = _packed_list(value, "primary key column")
+        if len(pairs) % 2:
+            raise ShortBody("PRIMARY_KEY_WITH_PREFIX holds an odd number of values")
+        table.primary_key = list(zip(pairs[::2], pairs[1::2]))
+    else:
+        table.unknown_fields.append(kind)
+
+
 def _apply_optional(table: TableMap, data: bytes) -> None:
-    columns = table.columns
-    numeric = [c for c in columns if c.real_type in NUMERIC_TYPES]
-    character = [c for c in columns if c.type_code in CHARACTER_TYPES and c.real_type not in ENUM_SET_TYPES]
-    enum_set = [c for c in columns if c.real_type in ENUM_SET_TYPES]
     cursor = Cursor(data)
     seen = set()
     while cursor.remaining:
         kind = cursor.u8("optional metadata type")
         value = cursor.take(cursor.packed_int("optional metadata length"), f"optional metadata field {kind}")
         seen.add(kind)
-        if kind == OptionalField.SIGNEDNESS:
-            _assign(numeric, _bits_msb_first(value, len(numeric)), "unsigned", "SIGNEDNESS")
-        elif kind == OptionalField.DEFAULT_CHARSET:
-            table.default_charset, overrides = _default_charset(value)
-            _assign_charsets(character, table.default_charset, overrides)
-        elif kind == OptionalField.COLUMN_CHARSET:
-            _assign(character, _packed_list(value, "collation"), "collation_id", "COLUMN_CHARSET")
-        elif kind == OptionalField.COLUMN_NAME:
-            _assign(columns, _names(value), "name", "COLUMN_NAME")
-        elif kind == OptionalField.SET_STR_VALUE:
-            _assign([c for c in enum_set if c.real_type == ColumnType.SET], _string_lists(value, "SET value"), "set_values", "SET_STR_VALUE")
-        elif kind == OptionalField.ENUM_STR_VALUE:
-            _assign([c for c in enum_set if c.real_type == ColumnType.ENUM], _string_lists(value, "ENUM value"), "enum_values", "ENUM_STR_VALUE")
-        elif kind == OptionalField.GEOMETRY_TYPE:
-            _assign([c for c in columns if c.type_code == ColumnType.GEOMETRY], _packed_list(value, "geometry type"), "geometry_type", "GEOMETRY_TYPE")
-        elif kind == OptionalField.SIMPLE_PRIMARY_KEY:
-            table.primary_key = [(index, 0) for index in _packed_list(value, "primary key column")]
-        elif kind == OptionalField.PRIMARY_KEY_WITH_PREFIX:
-            pairs = _packed_list(value, "primary key column")
-            if len(pairs) % 2:
-                raise ShortBody("PRIMARY_KEY_WITH_PREFIX holds an odd number of values")
-            table.primary_key = list(zip(pairs[::2], pairs[1::2]))
-        elif kind == OptionalField.ENUM_AND_SET_DEFAULT_CHARSET:
-            table.enum_set_default_charset, overrides = _default_charset(value)
-            _assign_charsets(enum_set, table.enum_set_default_charset, overrides)
-        elif kind == OptionalField.ENUM_AND_SET_COLUMN_CHARSET:
-            _assign(enum_set, _packed_list(value, "collation"), "collation_id", "ENUM_AND_SET_COLUMN_CHARSET")
-        elif kind == OptionalField.COLUMN_VISIBILITY:
-            _assign(columns, _bits_msb_first(value, len(columns)), "visible", "COLUMN_VISIBILITY")
-        elif kind == OptionalField.VECTOR_DIMENSIONALITY:
-            _assign([c for c in columns if c.type_code == ColumnType.VECTOR], _packed_list(value, "vector dimension"), "vector_dimension", "VECTOR_DIMENSIONALITY")
-        else:
-            table.unknown_fields.append(kind)
+        _apply_field(table, kind, value)
+    columns = table.columns
     for position, (index, prefix) in enumerate(table.primary_key):
         if index >= len(columns):
             raise ShortBody(f"primary key names column {index} of {len(columns)}")

@@ -16,6 +16,7 @@ value. Every decoder checks that its bytes are there.
 from __future__ import annotations
 
 import struct
+import time
 from decimal import Decimal
 from typing import Any, Callable
 
@@ -187,12 +188,9 @@ def _timestamp2(column: Column) -> ValueDecoder:
 
 
 def timestamp_text(seconds: int, micro: int, fsp: int) -> str:
-    import time as _time
-
     if seconds == 0 and micro == 0:
         return "0000-00-00 00:00:00" + _fraction(0, fsp)
-    parts = _time.gmtime(seconds)
-    return _time.strftime("%Y-%m-%d %H:%M:%S", parts) + _fraction(micro, fsp)
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds)) + _fraction(micro, fsp)
 
 
 def _time2(column: Column) -> ValueDecoder:
@@ -248,10 +246,10 @@ def _old_datetime(column: Column) -> ValueDecoder:
     def decode(data: bytes, offset: int) -> tuple[str, int]:
         end = _need(data, offset, 8, column)
         raw = int.from_bytes(data[offset:end], "little")
-        date, time = divmod(raw, 1_000_000)
+        day, clock = divmod(raw, 1_000_000)
         return (
-            f"{date // 10000:04d}-{date // 100 % 100:02d}-{date % 100:02d} "
-            f"{time // 10000:02d}:{time // 100 % 100:02d}:{time % 100:02d}"
+            f"{day // 10000:04d}-{day // 100 % 100:02d}-{day % 100:02d} "
+            f"{clock // 10000:02d}:{clock // 100 % 100:02d}:{clock % 100:02d}"
         ), end
 
     return decode
@@ -288,6 +286,11 @@ def _length_prefixed(column: Column, width: int, convert: Callable[[bytes], Any]
         return convert(data[start:end]), end
 
     return decode
+
+
+def _varchar(column: Column, flavour: str) -> ValueDecoder:
+    """VARCHAR/VARBINARY: a 1-byte length below 256 bytes of declared length, else 2 bytes."""
+    return _length_prefixed(column, 1 if (column.length or 0) < 256 else 2, _text_decoder(column, flavour))
 
 
 def _string(column: Column, flavour: str) -> ValueDecoder:
@@ -384,12 +387,8 @@ def value_decoder(column: Column, flavour: str = "mysql") -> ValueDecoder:
         ColumnType.DATETIME2: lambda: _datetime2(column),
         ColumnType.TIMESTAMP: lambda: _old_timestamp(column),
         ColumnType.TIMESTAMP2: lambda: _timestamp2(column),
-        ColumnType.VARCHAR: lambda: _length_prefixed(
-            column, 1 if (column.length or 0) < 256 else 2, _text_decoder(column, flavour)
-        ),
-        ColumnType.VAR_STRING: lambda: _length_prefixed(
-            column, 1 if (column.length or 0) < 256 else 2, _text_decoder(column, flavour)
-        ),
+        ColumnType.VARCHAR: lambda: _varchar(column, flavour),
+        ColumnType.VAR_STRING: lambda: _varchar(column, flavour),
         ColumnType.STRING: lambda: _string(column, flavour),
         ColumnType.BIT: lambda: _bit(column),
         ColumnType.BLOB: lambda: _length_prefixed(column, column.pack_length or 2, _text_decoder(column, flavour)),

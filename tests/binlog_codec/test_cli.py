@@ -7,16 +7,11 @@ import json
 import pytest
 
 from binlog_codec.cli import main
+from cli_run import run
 from fixture_facts import BAD_FILES, expected, good_files, path
 
 MARIADB = "blackbeam__rust_mysql_common/mariadb-bin.000001"
 COMPRESSED = "blackbeam__rust_mysql_common/transaction_compression.000001"
-
-
-def run(capsys, *args):
-    status = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def test_events_text(capsys):

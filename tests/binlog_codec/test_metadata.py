@@ -18,7 +18,6 @@ import sys
 
 import pytest
 
-from binlog_codec.cli import main
 from binlog_codec.events import TableMapEvent, read
 from binlog_codec.table_map import (
     Column,
@@ -29,6 +28,7 @@ from binlog_codec.table_map import (
     sql_type,
     table_map,
 )
+from cli_run import run
 from fixture_facts import path
 from mariadb import REPO_ROOT, mariadb_binlog_path
 
@@ -191,12 +191,6 @@ def test_metadata_no_server_writes_is_an_error(col, message):
 
 
 # -- the command line -----------------------------------------------------------
-
-
-def run(capsys, *args):
-    status = main([str(a) for a in args])
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
 
 
 def test_cli_text(capsys):
