@@ -30,6 +30,7 @@ _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 TIMEF_INT_OFS = 0x800000
 TIMEF_OFS = 0x800000000000
 DATETIMEF_INT_OFS = 0x8000000000
+FLOAT32_MAX = struct.unpack("<f", bytes.fromhex("ffff7f7f"))[0]
 
 
 def _need(data: bytes, offset: int, size: int, column: Column) -> int:
@@ -66,7 +67,7 @@ def shortest_float32(raw: bytes) -> float:
         return value
     for digits in range(1, 10):
         candidate = float(f"{value:.{digits}g}")
-        if struct.pack("<f", candidate) == raw:
+        if abs(candidate) <= FLOAT32_MAX and struct.pack("<f", candidate) == raw:
             return candidate
     return value
 
@@ -300,7 +301,21 @@ def _string(column: Column, flavour: str) -> ValueDecoder:
         return _enum(column, length)
     if real == ColumnType.SET:
         return _set(column, length)
-    return _length_prefixed(column, 1 if length < 256 else 2, _text_decoder(column, flavour))
+    convert = _text_decoder(column, flavour)
+    if column.collation_id is not None and charsets.is_binary(column.collation_id):
+        convert = _zero_padded(length)
+    return _length_prefixed(column, 1 if length < 256 else 2, convert)
+
+
+def _zero_padded(length: int) -> Callable[[bytes], bytes]:
+    """BINARY(n) (and MariaDB's INET6/UUID, logged as BINARY(16)): the server strips the trailing
+    zero bytes when it packs the value into the row image (``Field_string::pack`` drops trailing
+    pad characters, and the pad character of ``binary`` is 0x00); the column holds n bytes."""
+
+    def pad(raw: bytes) -> bytes:
+        return raw.ljust(length, b"\0")
+
+    return pad
 
 
 def _enum(column: Column, size: int) -> ValueDecoder:
