@@ -191,7 +191,7 @@ def _json_value(value):
     if isinstance(value, (bytes, bytearray)):
         return {"hex": bytes(value).hex()}
     if isinstance(value, Decimal):
-        return str(value)
+        return format(value, "f")  # fixed point with the column's scale, never 1E-30
     if isinstance(value, dict):
         return {key: _json_value(item) for key, item in value.items()}
     if isinstance(value, list):

@@ -121,6 +121,14 @@ def decode_rows(event: RowsEvent, plan: DecodingPlan) -> list[RowChange]:
     return rows
 
 
+def _plan(event: RowsEvent, table: TableMap, flavour: str) -> DecodingPlan:
+    """The table's decoding plan; a column it cannot decode is an error located at ``event``."""
+    try:
+        return DecodingPlan(table, flavour)
+    except ShortBody as exc:
+        raise _error(event, f"table {table.database}.{table.table}: {exc}") from None
+
+
 def _error(event: RowsEvent, message: str) -> CorruptEventError:
     return CorruptEventError(
         message, file=event.file, position=event.pos, event_type=event.type_name, inner_offset=event.inner_offset
@@ -167,7 +175,7 @@ def read_rows(path, *, flavour: str | None = None, database: str | None = None, 
                 continue
             plan = plans.get(event.table_id)
             if plan is None:
-                plan = plans[event.table_id] = DecodingPlan(mapped, flavour or "mysql")
+                plan = plans[event.table_id] = _plan(event, mapped, flavour or "mysql")
             for change in decode_rows(event, plan):
                 yield RowRecord(
                     event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,

@@ -527,6 +527,12 @@ def _escaped(text: str) -> str:
     return printable("".join(_ESCAPES.get(char, char) for char in text))
 
 
+def labels(column: Column, flavour: str = "mysql") -> list[str] | None:
+    """The ENUM or SET values of ``column`` as text in its character set; None when the table
+    map does not record them. Invalid bytes in that charset are a :class:`charsets.CharsetError`."""
+    return _decoded_values(column, _collation(column, flavour), flavour)
+
+
 def _decoded_values(column: Column, found: charsets.Collation | None, flavour: str) -> list[str] | None:
     """The ENUM or SET values (read as UTF-8) re-read in the column's character set;
     as read for the binary collation or when the table map records no collation."""
@@ -540,7 +546,7 @@ def column_values(column: Column, flavour: str = "mysql") -> list[str] | None:
     """The values of an ENUM or SET column as text in its character set (see
     :func:`printable` for bytes that are not), None when the table map does
     not record them."""
-    values = _decoded_values(column, _collation(column, flavour), flavour)
+    values = labels(column, flavour)
     return None if values is None else [printable(value) for value in values]
 
 

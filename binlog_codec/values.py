@@ -20,7 +20,7 @@ import time
 from decimal import Decimal
 from typing import Any, Callable
 
-from . import charsets, json_binary
+from . import charsets, json_binary, table_map
 from .table_map import Column, ColumnType
 from .wire import ShortBody
 
@@ -206,19 +206,24 @@ def _time2(column: Column) -> ValueDecoder:
 
 
 def time2_packed(raw: bytes, fsp: int) -> int:
-    """``my_time_packed_from_binary``: TIME2 bytes to the packed ``(hms << 24) + microseconds``."""
+    """``my_time_packed_from_binary``: TIME2 bytes to the packed ``(hms << 24) + microseconds``.
+
+    The fraction bytes are unsigned. A negative time with a fraction stores the next lower
+    whole second and ``0x100 - fraction`` (``0x10000 - ...`` for 3-4 digits), which are
+    shifted back here: ``-00:00:00.5`` is stored as -1 second and 0xCE.
+    """
     if fsp >= 5:
         return int.from_bytes(raw[:6], "big") - TIMEF_OFS
     intpart = int.from_bytes(raw[:3], "big") - TIMEF_INT_OFS
     if fsp == 0:
         return intpart << 24
     if fsp <= 2:
-        frac = int.from_bytes(raw[3:4], "big", signed=True)
+        frac = raw[3]
         if intpart < 0 and frac:
             intpart += 1
             frac -= 0x100
         return (intpart << 24) + frac * 10000
-    frac = int.from_bytes(raw[3:5], "big", signed=True)
+    frac = int.from_bytes(raw[3:5], "big")
     if intpart < 0 and frac:
         intpart += 1
         frac -= 0x10000
@@ -298,9 +303,9 @@ def _string(column: Column, flavour: str) -> ValueDecoder:
     real = column.real_type
     length = column.length or 0
     if real == ColumnType.ENUM:
-        return _enum(column, length)
+        return _enum(column, length, _labels(column, flavour))
     if real == ColumnType.SET:
-        return _set(column, length)
+        return _set(column, length, _labels(column, flavour))
     convert = _text_decoder(column, flavour)
     if column.collation_id is not None and charsets.is_binary(column.collation_id):
         convert = _zero_padded(length)
@@ -318,8 +323,15 @@ def _zero_padded(length: int) -> Callable[[bytes], bytes]:
     return pad
 
 
-def _enum(column: Column, size: int) -> ValueDecoder:
-    labels = column.enum_values
+def _labels(column: Column, flavour: str) -> list[str] | None:
+    try:
+        return table_map.labels(column, flavour)
+    except (charsets.CharsetError, charsets.UnknownCollationError) as exc:
+        raise ShortBody(f"column {column.display_name}: ENUM/SET values: {exc}") from None
+
+
+def _enum(column: Column, size: int, labels: list[str] | None) -> ValueDecoder:
+    """ENUM: the 1- or 2-byte index of the value, 1-based; 0 is the empty error value."""
 
     def decode(data: bytes, offset: int) -> tuple[Any, int]:
         end = _need(data, offset, size, column)
@@ -335,8 +347,8 @@ def _enum(column: Column, size: int) -> ValueDecoder:
     return decode
 
 
-def _set(column: Column, size: int) -> ValueDecoder:
-    labels = column.set_values
+def _set(column: Column, size: int, labels: list[str] | None) -> ValueDecoder:
+    """SET: a bitmask of 1 to 8 bytes, bit i for the i-th value."""
 
     def decode(data: bytes, offset: int) -> tuple[Any, int]:
         end = _need(data, offset, size, column)

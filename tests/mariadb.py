@@ -14,6 +14,7 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -506,3 +507,39 @@ def expected_type(ev: ReferenceEvent, type_code: int) -> str:
     if TYPE_NAMES.get(type_code) != ev.family:
         return f"<{ev.header!r} printed for type code {type_code}>"
     return ev.family
+
+
+# -- binlog files of a workload, and their table metadata ------------------------
+
+# A ``# Columns(`` block and the ``# Primary Key(`` line after it, if any.
+METADATA_BLOCK = re.compile(rb"^# Columns\(.*?\)\n(?:# Primary Key\([^\n]*\)\n)?", re.M | re.S)
+
+
+def binlog_of(server: MariaDBServer, statements: str) -> Path:
+    """Run ``statements`` in a binlog file of their own; return that file."""
+    server.flush_logs()
+    own = server.current_binlog()
+    server.sql(statements)
+    server.flush_logs()
+    return own
+
+
+def reference_metadata_blocks(binlog: Path) -> list[bytes]:
+    """The column blocks ``mariadb-binlog --print-table-metadata`` prints for ``binlog``."""
+    proc = subprocess.run(
+        [mariadb_binlog_path(), "--print-table-metadata", str(binlog)], capture_output=True, check=True, timeout=120
+    )
+    return METADATA_BLOCK.findall(proc.stdout)
+
+
+def our_metadata_blocks(binlog: Path) -> list[bytes]:
+    """The column blocks ``binlog-codec metadata`` prints for ``binlog``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "binlog_codec.cli", "metadata", str(binlog)],
+        capture_output=True,
+        check=True,
+        cwd=REPO_ROOT,
+        env=dict(os.environ, PYTHONIOENCODING="utf-8"),
+        timeout=120,
+    )
+    return METADATA_BLOCK.findall(proc.stdout)

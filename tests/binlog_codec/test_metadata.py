@@ -11,10 +11,6 @@ wrong and we are not have tests of their own.
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
-import sys
 
 import pytest
 
@@ -30,11 +26,9 @@ from binlog_codec.table_map import (
 )
 from cli_run import run
 from fixture_facts import path
-from mariadb import REPO_ROOT, mariadb_binlog_path
+from mariadb import binlog_of, our_metadata_blocks, reference_metadata_blocks
 
 MARIADB_FIXTURE = "blackbeam__rust_mysql_common/mariadb-bin.000001"
-# A ``# Columns(`` block and the ``# Primary Key(`` line after it, if any.
-BLOCK = re.compile(rb"^# Columns\(.*?\)\n(?:# Primary Key\([^\n]*\)\n)?", re.M | re.S)
 
 
 def tables_of(name: str) -> list:
@@ -325,34 +319,6 @@ INSERT INTO others (j) VALUES ('[1]');
 TABLE_COUNT = 8
 
 
-def binlog_of(mariadb, statements: str):
-    """Run ``statements`` in a binlog file of their own; return that file."""
-    mariadb.flush_logs()
-    own = mariadb.current_binlog()
-    mariadb.sql(statements)
-    mariadb.flush_logs()
-    return own
-
-
-def reference_blocks(binlog) -> list[bytes]:
-    proc = subprocess.run(
-        [mariadb_binlog_path(), "--print-table-metadata", str(binlog)], capture_output=True, check=True, timeout=120
-    )
-    return BLOCK.findall(proc.stdout)
-
-
-def our_blocks(binlog) -> list[bytes]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "binlog_codec.cli", "metadata", str(binlog)],
-        capture_output=True,
-        check=True,
-        cwd=REPO_ROOT,
-        env=dict(os.environ, PYTHONIOENCODING="utf-8"),
-        timeout=120,
-    )
-    return BLOCK.findall(proc.stdout)
-
-
 @pytest.fixture(scope="module")
 def binlogs_by_level(mariadb):
     """One binlog per binlog_row_metadata level, each with one table map per table."""
@@ -374,9 +340,9 @@ def test_metadata_matches_mariadb_binlog(binlogs_by_level, level):
     with overrides), composite and prefix primary keys, a table without one; YEAR
     after every numeric column, where mariadb-binlog's signedness is still right."""
     binlog = binlogs_by_level[level]
-    reference = reference_blocks(binlog)
+    reference = reference_metadata_blocks(binlog)
     assert len(reference) == TABLE_COUNT
-    assert our_blocks(binlog) == reference
+    assert our_metadata_blocks(binlog) == reference
 
 
 @pytest.mark.integration
@@ -392,7 +358,7 @@ def test_year_signedness_mariadb_binlog_gets_wrong(mariadb):
         INSERT INTO t (y) VALUES (2024);
         """,
     )
-    ours = our_blocks(binlog)
+    ours = our_metadata_blocks(binlog)
     assert ours == [
         b"# Columns(`y` YEAR,\n"
         b"#         `u` INT UNSIGNED,\n"
@@ -406,7 +372,7 @@ def test_year_signedness_mariadb_binlog_gets_wrong(mariadb):
     )
     lines = ours[0].decode().splitlines()
     assert [("unsigned" in column_type) for _, column_type in declared] == [" UNSIGNED" in line for line in lines]
-    assert reference_blocks(binlog) == [
+    assert reference_metadata_blocks(binlog) == [
         b"# Columns(`y` YEAR,\n"
         b"#         `u` INT UNSIGNED,\n"
         b"#         `s` INT UNSIGNED,\n"
@@ -430,13 +396,13 @@ def test_names_and_values_mariadb_binlog_gets_wrong(mariadb):
         INSERT INTO t (e1) VALUES ('я');
         """,
     )
-    assert our_blocks(binlog) == [
+    assert our_metadata_blocks(binlog) == [
         "# Columns(`we``ird` INT,\n"
         "#         `e1` ENUM('я','б') CHARSET cp1251 COLLATE cp1251_general_ci,\n"
         "#         `e2` ENUM('я','x') CHARSET ucs2 COLLATE ucs2_general_ci,\n"
         "#         `s` SET('é') CHARSET latin1 COLLATE latin1_swedish_ci)\n".encode()
     ]
-    assert reference_blocks(binlog) == [
+    assert reference_metadata_blocks(binlog) == [
         b"# Columns(`we`ird` INT,\n"
         b"#         `e1` ENUM('\xff','\xe1') CHARSET cp1251 COLLATE cp1251_general_ci,\n"
         b"#         `e2` ENUM('\x04O','\\0x') CHARSET ucs2 COLLATE ucs2_general_ci,\n"
