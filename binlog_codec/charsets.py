@@ -741,6 +741,15 @@ def collation(collation_id: int, flavour: str = "mysql") -> Collation:
         ) from None
 
 
+def collation_of_charset(charset: str, flavour: str = "mysql") -> Collation:
+    """A collation of the character set ``charset`` (the one with the lowest id): what
+    decoding needs when only the character set is known."""
+    for found in sorted(collations(flavour).values(), key=lambda c: c.id):
+        if found.charset == charset:
+            return found
+    raise UnknownCollationError(f"unknown character set {charset!r} for {flavour}")
+
+
 def charset_of(collation_id: int, flavour: str = "mysql") -> str:
     """The character set name of ``collation_id``, such as ``"utf8mb4"``."""
     return collation(collation_id, flavour).charset

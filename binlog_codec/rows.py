@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import charsets
 from .errors import CorruptEventError
 from .event_types import EventType
 from .events import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, read
@@ -52,10 +53,10 @@ def _present(bitmap: bytes, count: int) -> list[int]:
 class DecodingPlan:
     """What decoding a row of one table needs, built once per table map."""
 
-    def __init__(self, table: TableMap, flavour: str = "mysql") -> None:
+    def __init__(self, table: TableMap, flavour: str = "mysql", assumed_collation: int | None = None) -> None:
         self.table = table
         self.names = [column.display_name for column in table.columns]
-        self.decoders = [value_decoder(column, flavour) for column in table.columns]
+        self.decoders = [value_decoder(column, flavour, assumed_collation) for column in table.columns]
         self.json_columns = [c.index for c in table.columns if c.type_code == ColumnType.JSON]
         self.pack_lengths = [column.pack_length or 4 for column in table.columns]
 
@@ -121,11 +122,12 @@ def decode_rows(event: RowsEvent, plan: DecodingPlan) -> list[RowChange]:
     return rows
 
 
-def _plan(event: RowsEvent, table: TableMap, flavour: str) -> DecodingPlan:
+def _plan(event: RowsEvent, table: TableMap, flavour: str, assume_charset: str | None) -> DecodingPlan:
     """The table's decoding plan; a column it cannot decode is an error located at ``event``."""
     try:
-        return DecodingPlan(table, flavour)
-    except ShortBody as exc:
+        assumed = None if assume_charset is None else charsets.collation_of_charset(assume_charset, flavour).id
+        return DecodingPlan(table, flavour, assumed)
+    except (ShortBody, charsets.UnknownCollationError) as exc:
         raise _error(event, f"table {table.database}.{table.table}: {exc}") from None
 
 
@@ -150,11 +152,23 @@ class RowRecord:
     change: RowChange
 
 
-def read_rows(path, *, flavour: str | None = None, database: str | None = None, table: str | None = None, **reader_options):
+def read_rows(
+    path,
+    *,
+    flavour: str | None = None,
+    database: str | None = None,
+    table: str | None = None,
+    assume_charset: str | None = None,
+    **reader_options,
+):
     """Every row change of a binlog file, in order, with its table and GTID.
 
     ``flavour`` (``mysql`` or ``mariadb``) picks the collation table; by default
     it follows the server version of the file's format description.
+    ``assume_charset`` (such as ``utf8mb4``) reads the character columns of table
+    maps that record no charsets (servers before MySQL 8.0.1 and MariaDB 10.5, or
+    ``binlog_row_metadata=NO_LOG``): values valid in it become text, the others
+    stay bytes. Without it such values stay bytes.
     """
     plans: dict[int, DecodingPlan] = {}
     tables: dict[int, TableMap] = {}
@@ -175,7 +189,7 @@ def read_rows(path, *, flavour: str | None = None, database: str | None = None, 
                 continue
             plan = plans.get(event.table_id)
             if plan is None:
-                plan = plans[event.table_id] = _plan(event, mapped, flavour or "mysql")
+                plan = plans[event.table_id] = _plan(event, mapped, flavour or "mysql", assume_charset)
             for change in decode_rows(event, plan):
                 yield RowRecord(
                     event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,

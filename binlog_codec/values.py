@@ -269,9 +269,13 @@ def _old_timestamp(column: Column) -> ValueDecoder:
     return decode
 
 
-def _text_decoder(column: Column, flavour: str) -> Callable[[bytes], Any]:
-    """Text columns decode from their charset; binary ones, and columns of unknown charset, stay bytes."""
+def _text_decoder(column: Column, flavour: str, assumed: int | None = None) -> Callable[[bytes], Any]:
+    """Text columns decode from their charset; binary ones stay bytes. A column whose table map
+    records no charset stays bytes too, unless the caller ``assumed`` a collation: then its
+    values are text when valid in it, bytes when not (it may be a BINARY or BLOB column)."""
     collation_id = column.collation_id
+    if collation_id is None and assumed is not None:
+        return _assumed_text(assumed, flavour)
     if collation_id is None or charsets.is_binary(collation_id):
         return bytes
 
@@ -280,6 +284,16 @@ def _text_decoder(column: Column, flavour: str) -> Callable[[bytes], Any]:
             return charsets.decode(raw, collation_id, flavour, column=column.display_name)
         except (charsets.CharsetError, charsets.UnknownCollationError) as exc:
             raise ShortBody(str(exc)) from None
+
+    return convert
+
+
+def _assumed_text(collation_id: int, flavour: str) -> Callable[[bytes], Any]:
+    def convert(raw: bytes) -> Any:
+        try:
+            return charsets.decode(raw, collation_id, flavour)
+        except charsets.CharsetError:
+            return bytes(raw)
 
     return convert
 
@@ -294,19 +308,19 @@ def _length_prefixed(column: Column, width: int, convert: Callable[[bytes], Any]
     return decode
 
 
-def _varchar(column: Column, flavour: str) -> ValueDecoder:
+def _varchar(column: Column, flavour: str, assumed: int | None) -> ValueDecoder:
     """VARCHAR/VARBINARY: a 1-byte length below 256 bytes of declared length, else 2 bytes."""
-    return _length_prefixed(column, 1 if (column.length or 0) < 256 else 2, _text_decoder(column, flavour))
+    return _length_prefixed(column, 1 if (column.length or 0) < 256 else 2, _text_decoder(column, flavour, assumed))
 
 
-def _string(column: Column, flavour: str) -> ValueDecoder:
+def _string(column: Column, flavour: str, assumed: int | None) -> ValueDecoder:
     real = column.real_type
     length = column.length or 0
     if real == ColumnType.ENUM:
         return _enum(column, length, _labels(column, flavour))
     if real == ColumnType.SET:
         return _set(column, length, _labels(column, flavour))
-    convert = _text_decoder(column, flavour)
+    convert = _text_decoder(column, flavour, assumed)
     if column.collation_id is not None and charsets.is_binary(column.collation_id):
         convert = _zero_padded(length)
     return _length_prefixed(column, 1 if length < 256 else 2, convert)
@@ -389,8 +403,11 @@ def _vector(column: Column) -> ValueDecoder:
     return _length_prefixed(column, column.pack_length or 4, convert)
 
 
-def value_decoder(column: Column, flavour: str = "mysql") -> ValueDecoder:
-    """The decoder of ``column``'s values, built once per table map."""
+def value_decoder(column: Column, flavour: str = "mysql", assumed_collation: int | None = None) -> ValueDecoder:
+    """The decoder of ``column``'s values, built once per table map. ``assumed_collation``
+    reads the character columns of a table map that records no charsets (see
+    :func:`_text_decoder`)."""
+    assumed = assumed_collation
     kind = column.type_code
     fixed = {
         ColumnType.TINY: 1,
@@ -414,11 +431,13 @@ def value_decoder(column: Column, flavour: str = "mysql") -> ValueDecoder:
         ColumnType.DATETIME2: lambda: _datetime2(column),
         ColumnType.TIMESTAMP: lambda: _old_timestamp(column),
         ColumnType.TIMESTAMP2: lambda: _timestamp2(column),
-        ColumnType.VARCHAR: lambda: _varchar(column, flavour),
-        ColumnType.VAR_STRING: lambda: _varchar(column, flavour),
-        ColumnType.STRING: lambda: _string(column, flavour),
+        ColumnType.VARCHAR: lambda: _varchar(column, flavour, assumed),
+        ColumnType.VAR_STRING: lambda: _varchar(column, flavour, assumed),
+        ColumnType.STRING: lambda: _string(column, flavour, assumed),
         ColumnType.BIT: lambda: _bit(column),
-        ColumnType.BLOB: lambda: _length_prefixed(column, column.pack_length or 2, _text_decoder(column, flavour)),
+        ColumnType.BLOB: lambda: _length_prefixed(
+            column, column.pack_length or 2, _text_decoder(column, flavour, assumed)
+        ),
         ColumnType.GEOMETRY: lambda: _length_prefixed(column, column.pack_length or 4, bytes),
         ColumnType.JSON: lambda: _json(column),
         ColumnType.VECTOR: lambda: _vector(column),

@@ -112,3 +112,10 @@ def test_rows_of_every_good_fixture_decode(capsys):
         rows = expected()[name].get("derived_rows", {}).get("rows_total")
         if rows is not None:
             assert len(out.splitlines()) == rows, name
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_rows_of_a_bad_fixture_is_a_located_error(capsys, name):
+    status, _, err = run(capsys, "rows", path(name))
+    assert status == 1
+    assert err.startswith(f"binlog-codec: {path(name)}: at {BAD_FILES[name][1]} ({BAD_FILES[name][2]}): ")
