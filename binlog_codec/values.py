@@ -30,7 +30,6 @@ _DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 TIMEF_INT_OFS = 0x800000
 TIMEF_OFS = 0x800000000000
 DATETIMEF_INT_OFS = 0x8000000000
-FLOAT32_MAX = struct.unpack("<f", bytes.fromhex("ffff7f7f"))[0]
 
 
 def _need(data: bytes, offset: int, size: int, column: Column) -> int:
@@ -67,8 +66,11 @@ def shortest_float32(raw: bytes) -> float:
         return value
     for digits in range(1, 10):
         candidate = float(f"{value:.{digits}g}")
-        if abs(candidate) <= FLOAT32_MAX and struct.pack("<f", candidate) == raw:
-            return candidate
+        try:
+            if struct.pack("<f", candidate) == raw:
+                return candidate
+        except OverflowError:  # rounds beyond the largest float: more digits needed
+            continue
     return value
 
 
@@ -115,6 +117,8 @@ def decode_decimal(raw: bytes, precision: int, scale: int) -> Decimal:
 
 def _newdecimal(column: Column) -> ValueDecoder:
     precision, scale = column.precision or 0, column.scale or 0
+    if not (1 <= precision <= 65 and 0 <= scale <= min(precision, 30)):
+        raise ShortBody(f"column {column.display_name}: DECIMAL({precision},{scale}) is not a DECIMAL a server writes")
     size = decimal_size(precision, scale)
 
     def decode(data: bytes, offset: int) -> tuple[Decimal, int]:
@@ -142,6 +146,14 @@ def _date(column: Column) -> ValueDecoder:
     return decode
 
 
+def _fsp(column: Column) -> int:
+    """The fractional-second digits of a TIME2/DATETIME2/TIMESTAMP2 column: 0 to 6."""
+    fsp = column.fsp or 0
+    if fsp > 6:
+        raise ShortBody(f"column {column.display_name}: {fsp} fractional digits, at most 6 exist")
+    return fsp
+
+
 def _fraction(micro: int, fsp: int) -> str:
     return f".{micro:06d}"[: fsp + 1] if fsp else ""
 
@@ -157,7 +169,7 @@ def _frac_micro(data: bytes, offset: int, fsp: int) -> int:
 
 
 def _datetime2(column: Column) -> ValueDecoder:
-    fsp = column.fsp or 0
+    fsp = _fsp(column)
     size = 5 + _frac_bytes(fsp)
 
     def decode(data: bytes, offset: int) -> tuple[str, int]:
@@ -177,7 +189,7 @@ def _datetime2(column: Column) -> ValueDecoder:
 
 def _timestamp2(column: Column) -> ValueDecoder:
     """TIMESTAMP(fsp): big-endian seconds since the epoch (UTC) and the fraction; 0 is the zero timestamp."""
-    fsp = column.fsp or 0
+    fsp = _fsp(column)
     size = 4 + _frac_bytes(fsp)
 
     def decode(data: bytes, offset: int) -> tuple[str, int]:
@@ -195,7 +207,7 @@ def timestamp_text(seconds: int, micro: int, fsp: int) -> str:
 
 
 def _time2(column: Column) -> ValueDecoder:
-    fsp = column.fsp or 0
+    fsp = _fsp(column)
     size = 3 + _frac_bytes(fsp)
 
     def decode(data: bytes, offset: int) -> tuple[str, int]:

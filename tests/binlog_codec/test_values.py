@@ -389,11 +389,8 @@ def test_decode_inverts_encode(kind, data):
     round_trip(col, value)
 
 
-FLOAT32_MAX = struct.unpack("<f", bytes.fromhex("ffff7f7f"))[0]
-
-
 @PROPERTIES
-@given(st.floats(width=32, allow_nan=False, allow_infinity=False).filter(lambda x: abs(x) != FLOAT32_MAX))
+@given(st.floats(width=32, allow_nan=False, allow_infinity=False))
 @example(0.1)
 @example(1.17549435e-38)
 def test_float_decodes_to_its_shortest_decimal(value):
@@ -405,13 +402,6 @@ def test_float_decodes_to_its_shortest_decimal(value):
     assert digits == 1 or struct.pack("<f", float(f"{value:.{digits - 1}g}")) != raw
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="values.shortest_float32 skips candidates above FLOAT32_MAX as a double, but 3.4028235e38 "
-    "packs to the float maximum (struct rounds it down; only values that round to inf overflow): "
-    "FLT_MAX decodes to 3.4028234663852886e+38, 17 digits",
-)
 @pytest.mark.parametrize("raw, value", [("ffff7f7f", 3.4028235e38), ("ffff7fff", -3.4028235e38)])
 def test_float_maximum_decodes_to_its_shortest_decimal(raw, value):
     assert struct.pack("<f", value).hex() == raw
@@ -857,18 +847,6 @@ def test_values_no_server_writes_are_short_body_naming_the_column(col, raw, mess
         value_decoder(col)(bytes.fromhex(raw), 0)
 
 
-DECIMAL_METADATA_BUG = (
-    "values._newdecimal trusts the table map's precision and scale: with precision 0 and a scale of "
-    "0, 9, 18, ... decimal_size is 0 and decode_decimal reads raw[0] of b'' (IndexError), "
-    "not ShortBody; other scales above the precision decode garbage without an error"
-)
-FSP_METADATA_BUG = (
-    "values._frac_micro scales by 10 ** (6 - 2 * bytes), a float for fsp > 6 (table map metadata "
-    "no server writes); _fraction then formats it with :06d and raises a plain ValueError, not ShortBody"
-)
-
-
-@pytest.mark.xfail(strict=True, raises=IndexError, reason=DECIMAL_METADATA_BUG)
 @settings(max_examples=200, deadline=None)
 @given(precision=st.integers(0, 255), scale=st.integers(0, 255), raw=st.binary(max_size=40))
 @example(precision=0, scale=9, raw=b"\x80")
@@ -880,7 +858,6 @@ def test_decimal_metadata_no_server_writes_is_short_body(precision, scale, raw):
         pass
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=FSP_METADATA_BUG)
 @settings(max_examples=200, deadline=None)
 @given(
     type_code=st.sampled_from([ColumnType.TIME2, ColumnType.DATETIME2, ColumnType.TIMESTAMP2]),
