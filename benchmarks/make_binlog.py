@@ -8,17 +8,25 @@ mostly row inserts in transactions of about 100 rows, plus some updates and
 deletes, in ROW format with FULL row images and metadata and CRC32 checksums.
 ``max_binlog_size`` is 1G, so everything lands in one file, which is closed
 with FLUSH BINARY LOGS and kept as ``.bench/binlog/mariadb-bin.000001``.
-The server's data directory is removed afterwards.
+
+The server is then shut down but its data directory is kept: the file stays in
+that server's binlog index (``.bench/binlog/`` holds a hard link to it, or a
+copy), so ``run.py`` can start the same server again (:func:`bench_server`)
+and have it stream that very file to a replication client.
 
 The result is cached: a stamp file (``.bench/binlog/stamp.json``) written
-last marks a complete file, and later runs reuse it.
+last marks a complete file, and later runs reuse it. When the caller needs
+the server too (``need_server=True``) and its data directory is gone or no
+longer holds the same file, the binlog is made again.
 
-    python benchmarks/make_binlog.py [--target-mb 200] [--force]
+    python benchmarks/make_binlog.py [--target-mb 200] [--force] [--with-server]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import filecmp
 import json
 import os
 import shutil
@@ -168,6 +176,12 @@ class Server:
         lines = self.sql("SHOW BINARY LOGS").splitlines()[1:]
         return [(l.split("\t")[0], int(l.split("\t")[1])) for l in lines]
 
+    def port(self) -> int | None:
+        try:
+            return int((self.directory / "port").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
 
 def read_stamp() -> dict | None:
     try:
@@ -184,15 +198,48 @@ def read_stamp() -> dict | None:
     return stamp
 
 
-def ensure_binlog(target_mb: int = DEFAULT_TARGET_MB, force: bool = False, quiet: bool = False) -> Path:
-    """Path of a binlog of at least ``target_mb`` MB, generated if needed."""
+def server_problem(stamp: dict | None) -> str | None:
+    """Why the server that wrote the cached binlog cannot stream it again, or None.
+
+    Its data directory must still be there, with the file in its binlog index
+    and byte for byte the cached one (normally the same inode: a hard link)."""
+    if stamp is None:
+        return "no cached binlog"
+    name = stamp["file"]
+    served = SERVER_DIR / "binlog" / name
+    index = SERVER_DIR / "binlog" / "mariadb-bin.index"
+    if not (SERVER_DIR / "data" / "mysql").is_dir():
+        return f"the data directory of the server that wrote it ({SERVER_DIR.relative_to(REPO_ROOT)}) is gone"
+    try:
+        listed = [Path(line.strip()).name for line in index.read_text().splitlines() if line.strip()]
+    except OSError:
+        listed = []
+    if name not in listed or not served.is_file():
+        return f"{name} is no longer in that server's binlog index"
+    cached = OUT_DIR / name
+    if not (os.path.samefile(served, cached) or filecmp.cmp(served, cached, shallow=False)):
+        return f"that server's {name} differs from the cached file"
+    return None
+
+
+def ensure_binlog(
+    target_mb: int = DEFAULT_TARGET_MB, force: bool = False, quiet: bool = False, need_server: bool = False
+) -> Path:
+    """Path of a binlog of at least ``target_mb`` MB, generated if needed.
+
+    With ``need_server``, the server that wrote it must be able to serve it
+    again (see :func:`server_problem`); if it cannot, the binlog is made anew.
+    """
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, flush=True))
     target = target_mb * 1_000_000
     stamp = None if force else read_stamp()
     if stamp and stamp["size"] >= target:
+        problem = server_problem(stamp) if need_server else None
         path = OUT_DIR / stamp["file"]
-        say(f"reusing {path.relative_to(REPO_ROOT)} ({stamp['size'] / 1e6:.1f} MB)")
-        return path
+        if problem is None:
+            say(f"reusing {path.relative_to(REPO_ROOT)} ({stamp['size'] / 1e6:.1f} MB)")
+            return path
+        say(f"not reusing {path.relative_to(REPO_ROOT)}: {problem}; making it again")
 
     if not shutil.which("mariadbd") and not Path("/usr/sbin/mariadbd").exists():
         raise RuntimeError("MariaDB is not installed; run: infra/mariadb.sh install")
@@ -229,11 +276,15 @@ def ensure_binlog(target_mb: int = DEFAULT_TARGET_MB, force: bool = False, quiet
     finally:
         server.stop()
 
+    # The server keeps the file in its index, for streaming it later; the
+    # cached path is a hard link to it (a copy across file systems).
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     src = SERVER_DIR / "binlog" / first_file
     dst = OUT_DIR / first_file
-    shutil.move(str(src), dst)
-    shutil.rmtree(SERVER_DIR, ignore_errors=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
     seconds = time.monotonic() - t0
     stamp = {
         "generator_version": GENERATOR_VERSION,
@@ -243,6 +294,7 @@ def ensure_binlog(target_mb: int = DEFAULT_TARGET_MB, force: bool = False, quiet
         "rounds": rnd,
         "rows_inserted": rnd * 200,
         "server_version": version,
+        "server_dir": str(SERVER_DIR.relative_to(REPO_ROOT)),
         "generation_seconds": round(seconds, 1),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -253,14 +305,43 @@ def ensure_binlog(target_mb: int = DEFAULT_TARGET_MB, force: bool = False, quiet
     return dst
 
 
+@contextlib.contextmanager
+def bench_server(path: Path):
+    """Start the server that wrote the benchmark binlog ``path`` (same data
+    directory and settings), check that it still lists that file at the same
+    size, yield the :class:`Server`, and shut it down afterwards.
+
+    Starting it writes a new binlog file after the existing ones; the
+    benchmark file itself is closed and stays as it is."""
+    problem = server_problem(read_stamp())
+    if problem is None and path.resolve() != (OUT_DIR / read_stamp()["file"]).resolve():
+        problem = f"{path} is not the generated benchmark binlog"
+    if problem is not None:
+        raise RuntimeError(f"cannot stream {path.name} from a server: {problem}")
+    server = Server(SERVER_DIR)
+    server.start()
+    try:
+        sizes = dict(server.binlogs())
+        if sizes.get(path.name) != path.stat().st_size:
+            raise RuntimeError(
+                f"the server lists {path.name} with size {sizes.get(path.name)}, "
+                f"the file has {path.stat().st_size} bytes"
+            )
+        yield server
+    finally:
+        server.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--target-mb", type=int, default=DEFAULT_TARGET_MB,
                     help="minimum size of the binlog in MB (10^6 bytes)")
     ap.add_argument("--force", action="store_true", help="regenerate even if cached")
+    ap.add_argument("--with-server", action="store_true",
+                    help="regenerate also when the server that wrote the cached file cannot serve it again")
     args = ap.parse_args(argv)
     try:
-        path = ensure_binlog(args.target_mb, args.force)
+        path = ensure_binlog(args.target_mb, args.force, need_server=args.with_server)
     except (RuntimeError, subprocess.CalledProcessError) as exc:
         print(f"make_binlog: {exc}", file=sys.stderr)
         return 1

@@ -186,53 +186,82 @@ def cmd_transactions(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _json_value(value):
-    """A decoded value in the ``rows`` JSON form: exact numbers, text, ``{"hex": ...}`` for bytes."""
+def _rows_default(value):
+    """The ``rows`` JSON form of what ``json`` cannot encode by itself: ``{"hex": ...}`` for bytes,
+    exact text for DECIMAL, JSON opaque scalars (dates, decimals, ...) as MySQL prints them
+    inside a document. Called by the encoder wherever such a value is, also inside JSON documents."""
     if isinstance(value, (bytes, bytearray)):
-        return {"hex": bytes(value).hex()}
+        return {"hex": value.hex()}
     if isinstance(value, Decimal):
         return format(value, "f")  # fixed point with the column's scale, never 1E-30
-    if isinstance(value, dict):
-        return {key: _json_value(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_json_value(item) for item in value]
-    return value
-
-
-def _opaque_json(value):
-    """JSON opaque scalars (dates, decimals, ...) as MySQL prints them inside a document."""
     return json.loads(json_binary.to_text(value))
 
 
-def _image(values):
-    return None if values is None else {name: _json_value(value) for name, value in values.items()}
+def _rows_encoder():
+    """``chunks(obj, 0)``: the text of ``json.dumps(obj, ensure_ascii=False, default=_rows_default)``
+    in pieces to join, from an encoder built once rather than once per row."""
+    encoder = json.JSONEncoder(ensure_ascii=False, check_circular=False, default=_rows_default)
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # no C accelerator: the pure-Python encoder, same text
+        return encoder.iterencode
+    return make(
+        None, encoder.default, json.encoder.encode_basestring, None,
+        encoder.key_separator, encoder.item_separator, False, False, True,
+    )
+
+
+# Rows written per write() call.
+_ROWS_PER_WRITE = 512
 
 
 def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
-    for path in args.files:
-        for record in read_rows(
-            path,
-            database=args.database,
-            table=args.table,
-            verify_checksums=not args.no_verify_checksums,
-            start_position=args.start_position,
-            stop_position=args.stop_position,
-        ):
-            change = record.change
-            line = {
-                "file": record.file,
-                "pos": record.pos,
-                "row_index": record.row_index,
-                "type": record.kind,
-                "db": record.database,
-                "table": record.table,
-                "gtid": record.gtid,
-                "timestamp": record.timestamp,
-                "before": _image(change.before),
-                "after": _image(change.after),
-                "partial": change.partial,
-            }
-            out.write(json.dumps(line, ensure_ascii=False, default=_opaque_json) + "\n")
+    """One JSON object per row change::
+
+        {"file": ..., "pos": ..., "row_index": ..., "type": ..., "db": ..., "table": ...,
+         "gtid": ..., "timestamp": ..., "before": {...}, "after": {...}, "partial": [...]}
+
+    The fields before ``row_index`` and between it and the images are the same
+    for every row of a rows event: they are encoded again only when one of
+    them changes.
+    """
+    chunks = _rows_encoder()
+    join = "".join
+
+    def encode(obj) -> str:
+        return join(chunks(obj, 0))
+
+    pending: list[str] = []
+    context = None
+    head = middle = ""
+    try:
+        for path in args.files:
+            for record in read_rows(
+                path,
+                database=args.database,
+                table=args.table,
+                verify_checksums=not args.no_verify_checksums,
+                start_position=args.start_position,
+                stop_position=args.stop_position,
+            ):
+                fields = (record.file, record.pos, record.kind, record.database, record.table, record.gtid,
+                          record.timestamp)
+                if fields != context:
+                    context = fields
+                    head = '{"file": %s, "pos": %s, "row_index": ' % (encode(record.file), encode(record.pos))
+                    middle = ', "type": %s, "db": %s, "table": %s, "gtid": %s, "timestamp": %s, ' % (
+                        encode(record.kind), encode(record.database), encode(record.table),
+                        encode(record.gtid), encode(record.timestamp),
+                    )
+                change = record.change
+                # '{"before": ..., "after": ..., "partial": [...]}' less its opening brace
+                images = join(chunks({"before": change.before, "after": change.after, "partial": change.partial}, 0))
+                pending.append(f"{head}{record.row_index}{middle}{images[1:]}\n")
+                if len(pending) >= _ROWS_PER_WRITE:
+                    out.write("".join(pending))
+                    pending.clear()
+    finally:
+        if pending:  # the rows before an error are printed before it
+            out.write("".join(pending))
     return 0
 
 
