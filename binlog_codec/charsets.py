@@ -766,6 +766,22 @@ def _where(column: str | None) -> str:
     return f"column {column!r}: " if column is not None else ""
 
 
+def decoder(collation_id: int, flavour: str = "mysql", *, column: str | None = None) -> Callable[[bytes], str | bytes]:
+    """:func:`decode` for many values of one collation: the lookups done once."""
+    found = collation(collation_id, flavour)
+    if found.codec is None:
+        return bytes
+    fast = codecs.getdecoder(found.codec)
+
+    def read(data: bytes) -> str:
+        try:
+            return fast(data)[0]
+        except UnicodeDecodeError:
+            return decode(data, collation_id, flavour, column=column)  # raises the located error
+
+    return read
+
+
 def decode(
     data: bytes, collation_id: int, flavour: str = "mysql", *, column: str | None = None
 ) -> str | bytes:

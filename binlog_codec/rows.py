@@ -20,20 +20,20 @@ than a full document. Diffs are kept as bytes here (``RowImage.partial``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import charsets
 from .errors import CorruptEventError
 from .event_types import EventType
 from .events import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, read
 from .table_map import ColumnType, TableMap, decode_table_map
-from .values import value_decoder
+from .values import ValueDecoder, value_decoder
 from .wire import Cursor, ShortBody
 
 PARTIAL_JSON = 1
 
 
-@dataclass
+@dataclass(slots=True)
 class RowChange:
     """One row of a rows event. ``before``/``after`` map column names to values;
     absent columns are absent from the mapping. ``partial`` names the JSON columns
@@ -50,6 +50,15 @@ def _present(bitmap: bytes, count: int) -> list[int]:
     return [i for i in range(count) if bitmap[i // 8] >> (i % 8) & 1]
 
 
+class ImageColumns(NamedTuple):
+    """The columns an image carries, by its column bitmap: ``(index, name, decoder)`` each,
+    the size of the image's null bitmap and the mask of its used bits."""
+
+    columns: tuple[tuple[int, str, ValueDecoder], ...]
+    null_size: int
+    null_mask: int
+
+
 class DecodingPlan:
     """What decoding a row of one table needs, built once per table map."""
 
@@ -59,22 +68,41 @@ class DecodingPlan:
         self.decoders = [value_decoder(column, flavour, assumed_collation) for column in table.columns]
         self.json_columns = [c.index for c in table.columns if c.type_code == ColumnType.JSON]
         self.pack_lengths = [column.pack_length or 4 for column in table.columns]
+        self._images: dict[bytes, ImageColumns] = {}
 
-    def image(self, data: bytes, offset: int, present: list[int], partial: set[int] = frozenset()) -> tuple[dict, int]:
+    def image_columns(self, bitmap: bytes) -> ImageColumns:
+        """The columns set in a column bitmap (WL#5092), worked out once per distinct bitmap."""
+        found = self._images.get(bitmap)
+        if found is None:
+            found = self._images[bitmap] = self.columns_of(_present(bitmap, len(self.names)))
+        return found
+
+    def columns_of(self, present: list[int]) -> ImageColumns:
+        """The image of the columns at the positions ``present``, in order."""
+        columns = tuple((i, self.names[i], self.decoders[i]) for i in present)
+        return ImageColumns(columns, (len(columns) + 7) // 8, (1 << len(columns)) - 1)
+
+    def image(
+        self, data: bytes, offset: int, image: ImageColumns, partial: set[int] = frozenset()
+    ) -> tuple[dict, int]:
         """Decode one image starting at ``offset``; returns the values and the next offset."""
-        null_size = (len(present) + 7) // 8
-        if offset + null_size > len(data):
-            raise ShortBody(f"row image null bitmap needs {null_size} bytes at row offset {offset}")
-        nulls = data[offset : offset + null_size]
-        offset += null_size
+        start = offset + image.null_size
+        if start > len(data):
+            raise ShortBody(f"row image null bitmap needs {image.null_size} bytes at row offset {offset}")
+        nulls = int.from_bytes(data[offset:start], "little") & image.null_mask
+        offset = start
         values: dict[str, Any] = {}
-        for position, index in enumerate(present):
-            if nulls[position // 8] >> (position % 8) & 1:
-                values[self.names[index]] = None
+        if not nulls and not partial:  # the common case, kept lean
+            for _, name, decode in image.columns:
+                values[name], offset = decode(data, offset)
+            return values, offset
+        for position, (index, name, decode) in enumerate(image.columns):
+            if nulls >> position & 1:
+                values[name] = None
             elif index in partial:
-                values[self.names[index]], offset = self._diff(data, offset, index)
+                values[name], offset = self._diff(data, offset, index)
             else:
-                values[self.names[index]], offset = self.decoders[index](data, offset)
+                values[name], offset = decode(data, offset)
         return values, offset
 
     def _diff(self, data: bytes, offset: int, index: int) -> tuple[bytes, int]:
@@ -98,8 +126,8 @@ def decode_rows(event: RowsEvent, plan: DecodingPlan) -> list[RowChange]:
     """Every row of ``event``; errors are located at the event."""
     if event.column_count != len(plan.names):
         raise _error(event, f"rows event has {event.column_count} columns, its table map {len(plan.names)}")
-    before_cols = _present(event.columns_before, event.column_count)
-    after_cols = _present(event.columns_after, event.column_count) if event.columns_after is not None else before_cols
+    before_cols = plan.image_columns(event.columns_before)
+    after_cols = plan.image_columns(event.columns_after) if event.columns_after is not None else before_cols
     data, offset, rows = event.rows, 0, []
     partial_event = event.type_code == EventType.PARTIAL_UPDATE_ROWS
     try:
@@ -122,13 +150,43 @@ def decode_rows(event: RowsEvent, plan: DecodingPlan) -> list[RowChange]:
     return rows
 
 
-def _plan(event: RowsEvent, table: TableMap, flavour: str, assume_charset: str | None) -> DecodingPlan:
-    """The table's decoding plan; a column it cannot decode is an error located at ``event``."""
-    try:
-        assumed = None if assume_charset is None else charsets.collation_of_charset(assume_charset, flavour).id
-        return DecodingPlan(table, flavour, assumed)
-    except (ShortBody, charsets.UnknownCollationError) as exc:
-        raise _error(event, f"table {table.database}.{table.table}: {exc}") from None
+class TableVersion:
+    """One table map's table and, built when its first rows are decoded, its decoding plan."""
+
+    def __init__(self, table: TableMap) -> None:
+        self.table = table
+        self._plan: DecodingPlan | None = None
+
+    def plan(self, event: RowsEvent, flavour: str, assume_charset: str | None) -> DecodingPlan:
+        """The plan; a column it cannot decode is an error located at ``event``."""
+        if self._plan is None:
+            try:
+                assumed = None if assume_charset is None else charsets.collation_of_charset(assume_charset, flavour).id
+                self._plan = DecodingPlan(self.table, flavour, assumed)
+            except (ShortBody, charsets.UnknownCollationError) as exc:
+                raise _error(event, f"table {self.table.database}.{self.table.table}: {exc}") from None
+        return self._plan
+
+
+class TableVersions:
+    """Table maps decoded once. A server logs the table map again in every transaction that
+    changes the table; the same map (same id, names, types and metadata) is the same version."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._versions: dict[tuple, TableVersion] = {}
+        self._limit = limit
+
+    def version(self, event: TableMapEvent) -> TableVersion:
+        key = (
+            event.table_id, event.database, event.table, tuple(event.column_types),
+            event.metadata, event.null_bitmap, event.optional_metadata,
+        )
+        found = self._versions.get(key)
+        if found is None:
+            if len(self._versions) >= self._limit:  # many distinct maps: keep memory bounded
+                self._versions.clear()
+            found = self._versions[key] = TableVersion(decode_table_map(event))
+        return found
 
 
 def _error(event: RowsEvent, message: str) -> CorruptEventError:
@@ -137,7 +195,7 @@ def _error(event: RowsEvent, message: str) -> CorruptEventError:
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class RowRecord:
     """A row change with its context: where it is, which table, which transaction."""
 
@@ -170,8 +228,8 @@ def read_rows(
     ``binlog_row_metadata=NO_LOG``): values valid in it become text, the others
     stay bytes. Without it such values stay bytes.
     """
-    plans: dict[int, DecodingPlan] = {}
-    tables: dict[int, TableMap] = {}
+    current: dict[int, TableVersion] = {}  # table id -> its latest table map
+    versions = TableVersions()
     gtid = None
     for event in read(path, **reader_options):
         if isinstance(event, FormatDescriptionEvent) and flavour is None:
@@ -179,17 +237,15 @@ def read_rows(
         elif isinstance(event, (GtidEvent, MariadbGtidEvent)):
             gtid = event.gtid
         elif isinstance(event, TableMapEvent):
-            tables[event.table_id] = decode_table_map(event)
-            plans.pop(event.table_id, None)
+            current[event.table_id] = versions.version(event)
         elif isinstance(event, RowsEvent):
-            mapped = tables.get(event.table_id)
-            if mapped is None:
+            version = current.get(event.table_id)
+            if version is None:
                 raise _error(event, f"no TABLE_MAP for table_id {event.table_id} before this rows event")
+            mapped = version.table
             if (database and mapped.database != database) or (table and mapped.table != table):
                 continue
-            plan = plans.get(event.table_id)
-            if plan is None:
-                plan = plans[event.table_id] = _plan(event, mapped, flavour or "mysql", assume_charset)
+            plan = version.plan(event, flavour or "mysql", assume_charset)
             for change in decode_rows(event, plan):
                 yield RowRecord(
                     event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import struct
 import time
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Callable
 
 from . import charsets, json_binary, table_map
@@ -32,28 +33,49 @@ TIMEF_OFS = 0x800000000000
 DATETIMEF_INT_OFS = 0x8000000000
 
 
-def _need(data: bytes, offset: int, size: int, column: Column) -> int:
-    end = offset + size
-    if end > len(data):
-        raise ShortBody(
-            f"column {column.display_name}: value needs {size} bytes at row offset {offset}, {len(data) - offset} left"
-        )
-    return end
+def _short(column: Column, data: bytes, offset: int, size: int) -> ShortBody:
+    """The error of a value whose ``size`` bytes at ``offset`` run past the row data.
+
+    Decoders compare ``offset + size`` with ``len(data)`` inline (the hot path
+    of row decoding) and raise this when it fails.
+    """
+    return ShortBody(
+        f"column {column.display_name}: value needs {size} bytes at row offset {offset}, {len(data) - offset} left"
+    )
+
+
+_INTEGER_FORMATS = {(1, True): "<b", (1, False): "<B", (2, True): "<h", (2, False): "<H",
+                    (4, True): "<i", (4, False): "<I", (8, True): "<q", (8, False): "<Q"}
 
 
 def _integer(size: int, column: Column) -> ValueDecoder:
+    """Little-endian integers of 1, 2, 3, 4 or 8 bytes; unsigned unless SIGNEDNESS says so."""
     signed = not column.unsigned
+    fmt = _INTEGER_FORMATS.get((size, signed))
+    if fmt is None:  # MEDIUMINT: 3 bytes, no struct format
+        def decode(data: bytes, offset: int) -> tuple[int, int]:
+            end = offset + size
+            if end > len(data):
+                raise _short(column, data, offset, size)
+            return int.from_bytes(data[offset:end], "little", signed=signed), end
 
-    def decode(data: bytes, offset: int) -> tuple[int, int]:
-        end = _need(data, offset, size, column)
-        return int.from_bytes(data[offset:end], "little", signed=signed), end
+        return decode
+    unpack = struct.Struct(fmt).unpack_from
 
-    return decode
+    def decode_fixed(data: bytes, offset: int) -> tuple[int, int]:
+        end = offset + size
+        if end > len(data):
+            raise _short(column, data, offset, size)
+        return unpack(data, offset)[0], end
+
+    return decode_fixed
 
 
 def _float(column: Column) -> ValueDecoder:
     def decode(data: bytes, offset: int) -> tuple[float, int]:
-        end = _need(data, offset, 4, column)
+        end = offset + 4
+        if end > len(data):
+            raise _short(column, data, offset, 4)
         return shortest_float32(data[offset:end]), end
 
     return decode
@@ -76,7 +98,9 @@ def shortest_float32(raw: bytes) -> float:
 
 def _double(column: Column) -> ValueDecoder:
     def decode(data: bytes, offset: int) -> tuple[float, int]:
-        end = _need(data, offset, 8, column)
+        end = offset + 8
+        if end > len(data):
+            raise _short(column, data, offset, 8)
         return struct.unpack_from("<d", data, offset)[0], end
 
     return decode
@@ -87,32 +111,42 @@ def decimal_size(precision: int, scale: int) -> int:
     return (integral // 9) * 4 + _DIG2BYTES[integral % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
 
 
-def decode_decimal(raw: bytes, precision: int, scale: int) -> Decimal:
-    """MySQL's binary DECIMAL (``decimal2bin``): big-endian groups of 9 digits, sign in the top bit."""
-    negative = not raw[0] & 0x80
-    buf = bytearray(raw)
-    buf[0] ^= 0x80
-    if negative:
-        buf = bytearray(b ^ 0xFF for b in buf)
+def _decimal_groups(precision: int, scale: int) -> list[tuple[int, int]]:
+    """(bytes, digits) of each group, most significant first: a short leading group of the
+    integral part, whole 9-digit groups of 4 bytes, a short trailing group of the fraction."""
     integral = precision - scale
-    digits = []
-    pos = 0
-    lead = _DIG2BYTES[integral % 9]
-    if lead:
-        digits.append(str(int.from_bytes(buf[pos : pos + lead], "big")))
-        pos += lead
-    for _ in range(integral // 9):
-        digits.append(f"{int.from_bytes(buf[pos:pos + 4], 'big'):09d}")
-        pos += 4
-    fraction = []
-    for _ in range(scale // 9):
-        fraction.append(f"{int.from_bytes(buf[pos:pos + 4], 'big'):09d}")
-        pos += 4
-    tail = _DIG2BYTES[scale % 9]
-    if tail:
-        fraction.append(f"{int.from_bytes(buf[pos:pos + tail], 'big'):0{scale % 9}d}")
-    text = ("".join(digits).lstrip("0") or "0") + ("." + "".join(fraction) if scale else "")
-    return Decimal(("-" if negative else "") + text)
+    groups = [(_DIG2BYTES[integral % 9], integral % 9)] if integral % 9 else []
+    groups += [(4, 9)] * (integral // 9 + scale // 9)
+    return groups + ([(_DIG2BYTES[scale % 9], scale % 9)] if scale % 9 else [])
+
+
+@lru_cache(maxsize=None)
+def decimal_reader(precision: int, scale: int) -> Callable[[bytes], Decimal]:
+    """MySQL's binary DECIMAL (``decimal2bin``): big-endian groups of 9 digits (4 bytes each,
+    fewer for a short leading or trailing group), the sign in the top bit (set for positive
+    numbers), every byte inverted for negative ones. Returns a reader of such bytes."""
+    steps, shift = [], 0
+    for size, digits in reversed(_decimal_groups(precision, scale)):
+        steps.append((shift, (1 << 8 * size) - 1, 10**digits))
+        shift += 8 * size
+    steps.reverse()
+    sign_bit, all_ones = 1 << (shift - 1), (1 << shift) - 1
+
+    def read(raw: bytes) -> Decimal:
+        packed = int.from_bytes(raw, "big")
+        negative = not packed & sign_bit
+        packed ^= (all_ones if negative else 0) ^ sign_bit
+        number = 0
+        for group_shift, mask, base in steps:
+            number = number * base + (packed >> group_shift & mask)
+        return Decimal(f"{'-' if negative else ''}{number}E-{scale}")
+
+    return read
+
+
+def decode_decimal(raw: bytes, precision: int, scale: int) -> Decimal:
+    """One binary DECIMAL value (see :func:`decimal_reader`), with exponent ``-scale``."""
+    return decimal_reader(precision, scale)(raw)
 
 
 def _newdecimal(column: Column) -> ValueDecoder:
@@ -120,17 +154,22 @@ def _newdecimal(column: Column) -> ValueDecoder:
     if not (1 <= precision <= 65 and 0 <= scale <= min(precision, 30)):
         raise ShortBody(f"column {column.display_name}: DECIMAL({precision},{scale}) is not a DECIMAL a server writes")
     size = decimal_size(precision, scale)
+    read = decimal_reader(precision, scale)
 
     def decode(data: bytes, offset: int) -> tuple[Decimal, int]:
-        end = _need(data, offset, size, column)
-        return decode_decimal(data[offset:end], precision, scale), end
+        end = offset + size
+        if end > len(data):
+            raise _short(column, data, offset, size)
+        return read(data[offset:end]), end
 
     return decode
 
 
 def _year(column: Column) -> ValueDecoder:
     def decode(data: bytes, offset: int) -> tuple[int, int]:
-        end = _need(data, offset, 1, column)
+        end = offset + 1
+        if end > len(data):
+            raise _short(column, data, offset, 1)
         raw = data[offset]
         return (1900 + raw if raw else 0), end
 
@@ -139,7 +178,9 @@ def _year(column: Column) -> ValueDecoder:
 
 def _date(column: Column) -> ValueDecoder:
     def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = _need(data, offset, 3, column)
+        end = offset + 3
+        if end > len(data):
+            raise _short(column, data, offset, 3)
         raw = int.from_bytes(data[offset:end], "little")
         return f"{raw >> 9:04d}-{(raw >> 5) & 15:02d}-{raw & 31:02d}", end
 
@@ -173,7 +214,9 @@ def _datetime2(column: Column) -> ValueDecoder:
     size = 5 + _frac_bytes(fsp)
 
     def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = _need(data, offset, size, column)
+        end = offset + size
+        if end > len(data):
+            raise _short(column, data, offset, size)
         packed = int.from_bytes(data[offset : offset + 5], "big") - DATETIMEF_INT_OFS
         micro = _frac_micro(data, offset + 5, fsp)
         ymd, hms = packed >> 17, packed % (1 << 17)
@@ -193,7 +236,9 @@ def _timestamp2(column: Column) -> ValueDecoder:
     size = 4 + _frac_bytes(fsp)
 
     def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = _need(data, offset, size, column)
+        end = offset + size
+        if end > len(data):
+            raise _short(column, data, offset, size)
         seconds = int.from_bytes(data[offset : offset + 4], "big")
         return timestamp_text(seconds, _frac_micro(data, offset + 4, fsp), fsp), end
 
@@ -211,7 +256,9 @@ def _time2(column: Column) -> ValueDecoder:
     size = 3 + _frac_bytes(fsp)
 
     def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = _need(data, offset, size, column)
+        end = offset + size
+        if end > len(data):
+            raise _short(column, data, offset, size)
         return time_text(time2_packed(data[offset:end], fsp), fsp), end
 
     return decode
@@ -252,7 +299,9 @@ def time_text(packed: int, fsp: int) -> str:
 
 def _old_time(column: Column) -> ValueDecoder:
     def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = _need(data, offset, 3, column)
+        end = offset + 3
+        if end > len(data):
+            raise _short(column, data, offset, 3)
         raw = int.from_bytes(data[offset:end], "little", signed=True)
         sign, raw = ("-" if raw < 0 else ""), abs(raw)
         return f"{sign}{raw // 10000:02d}:{raw // 100 % 100:02d}:{raw % 100:02d}", end
@@ -262,7 +311,9 @@ def _old_time(column: Column) -> ValueDecoder:
 
 def _old_datetime(column: Column) -> ValueDecoder:
     def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = _need(data, offset, 8, column)
+        end = offset + 8
+        if end > len(data):
+            raise _short(column, data, offset, 8)
         raw = int.from_bytes(data[offset:end], "little")
         day, clock = divmod(raw, 1_000_000)
         return (
@@ -275,7 +326,9 @@ def _old_datetime(column: Column) -> ValueDecoder:
 
 def _old_timestamp(column: Column) -> ValueDecoder:
     def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = _need(data, offset, 4, column)
+        end = offset + 4
+        if end > len(data):
+            raise _short(column, data, offset, 4)
         return timestamp_text(int.from_bytes(data[offset:end], "little"), 0, 0), end
 
     return decode
@@ -290,11 +343,15 @@ def _text_decoder(column: Column, flavour: str, assumed: int | None = None) -> C
         return _assumed_text(assumed, flavour)
     if collation_id is None or charsets.is_binary(collation_id):
         return bytes
+    try:
+        read = charsets.decoder(collation_id, flavour, column=column.display_name)
+    except charsets.UnknownCollationError as exc:
+        raise ShortBody(f"column {column.display_name}: {exc}") from None
 
     def convert(raw: bytes) -> Any:
         try:
-            return charsets.decode(raw, collation_id, flavour, column=column.display_name)
-        except (charsets.CharsetError, charsets.UnknownCollationError) as exc:
+            return read(raw)
+        except charsets.CharsetError as exc:
             raise ShortBody(str(exc)) from None
 
     return convert
@@ -312,9 +369,12 @@ def _assumed_text(collation_id: int, flavour: str) -> Callable[[bytes], Any]:
 
 def _length_prefixed(column: Column, width: int, convert: Callable[[bytes], Any]) -> ValueDecoder:
     def decode(data: bytes, offset: int) -> tuple[Any, int]:
-        start = _need(data, offset, width, column)
-        length = int.from_bytes(data[offset:start], "little")
-        end = _need(data, start, length, column)
+        start = offset + width
+        if start > len(data):
+            raise _short(column, data, offset, width)
+        end = start + int.from_bytes(data[offset:start], "little")
+        if end > len(data):
+            raise _short(column, data, start, end - start)
         return convert(data[start:end]), end
 
     return decode
@@ -360,7 +420,9 @@ def _enum(column: Column, size: int, labels: list[str] | None) -> ValueDecoder:
     """ENUM: the 1- or 2-byte index of the value, 1-based; 0 is the empty error value."""
 
     def decode(data: bytes, offset: int) -> tuple[Any, int]:
-        end = _need(data, offset, size, column)
+        end = offset + size
+        if end > len(data):
+            raise _short(column, data, offset, size)
         index = int.from_bytes(data[offset:end], "little")
         if labels is None:
             return index, end
@@ -377,7 +439,9 @@ def _set(column: Column, size: int, labels: list[str] | None) -> ValueDecoder:
     """SET: a bitmask of 1 to 8 bytes, bit i for the i-th value."""
 
     def decode(data: bytes, offset: int) -> tuple[Any, int]:
-        end = _need(data, offset, size, column)
+        end = offset + size
+        if end > len(data):
+            raise _short(column, data, offset, size)
         mask = int.from_bytes(data[offset:end], "little")
         if labels is None:
             return mask, end
@@ -390,7 +454,9 @@ def _bit(column: Column) -> ValueDecoder:
     size = ((column.length or 0) + 7) // 8
 
     def decode(data: bytes, offset: int) -> tuple[int, int]:
-        end = _need(data, offset, size, column)
+        end = offset + size
+        if end > len(data):
+            raise _short(column, data, offset, size)
         return int.from_bytes(data[offset:end], "big"), end
 
     return decode
