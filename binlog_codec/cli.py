@@ -239,6 +239,7 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
                 path,
                 database=args.database,
                 table=args.table,
+                assume_charset=args.assume_charset,
                 verify_checksums=not args.no_verify_checksums,
                 start_position=args.start_position,
                 stop_position=args.stop_position,
@@ -363,6 +364,12 @@ def build_parser() -> argparse.ArgumentParser:
     common(rows)
     rows.add_argument("--database", help="only rows of this database")
     rows.add_argument("--table", help="only rows of this table")
+    rows.add_argument(
+        "--assume-charset",
+        metavar="CHARSET",
+        help="read text columns of table maps that record no charsets (MySQL before 8.0, MariaDB before 10.5, "
+        "binlog_row_metadata=NO_LOG) in this charset, e.g. utf8mb4; values not valid in it stay bytes",
+    )
     rows.add_argument("--start-position", type=int, help="first rows event starts at or after this byte")
     rows.add_argument("--stop-position", type=int, help="stop before the event that starts at or after this byte")
     rows.set_defaults(run=cmd_rows)

@@ -119,3 +119,13 @@ def test_rows_of_a_bad_fixture_is_a_located_error(capsys, name):
     status, _, err = run(capsys, "rows", path(name))
     assert status == 1
     assert err.startswith(f"binlog-codec: {path(name)}: at {BAD_FILES[name][1]} ({BAD_FILES[name][2]}): ")
+
+
+def test_rows_assume_charset_for_table_maps_without_charsets(capsys):
+    name = "EasyPost__rust-mysql-binlog/bin-log.000001"
+    status, out, _ = run(capsys, "rows", path(name))
+    assert status == 0 and json.loads(out.splitlines()[0])["after"]["@3"] == {"hex": b"zero point one".hex()}
+    status, out, _ = run(capsys, "rows", "--assume-charset", "utf8mb4", path(name))
+    assert status == 0 and json.loads(out.splitlines()[0])["after"] == {"@1": 1, "@2": "0.10000", "@3": "zero point one"}
+    status, _, err = run(capsys, "rows", "--assume-charset", "klingon", path(name))
+    assert status == 1 and "at 652 (WRITE_ROWS)" in err and "unknown character set 'klingon'" in err
