@@ -1,0 +1,398 @@
+"""MySQL column → Arrow type, row images → Arrow record batches of the warehouse's ``changes`` layout.
+
+The types are the "Type mapping" table of the architecture (``ARCHITECTURE.md``,
+"Warehouse contract"), chosen so that Spark, DuckDB and pyarrow read a Parquet
+file the same way:
+
+=====================================================  =========================================
+MySQL (table map type)                                 Arrow
+=====================================================  =========================================
+TINYINT, SMALLINT, MEDIUMINT, INT, BIGINT signed       int8, int16, int32, int32, int64
+TINYINT, SMALLINT, MEDIUMINT, INT unsigned             int16, int32, int32, int64
+BIGINT unsigned                                        decimal128(20, 0)
+DECIMAL(p,s)                                           decimal128(p, s); string when p > 38
+FLOAT, DOUBLE                                          float32, float64
+BIT(n)                                                 int64; decimal128(20, 0) when n = 64
+YEAR                                                   int16 (the zero year stays 0)
+DATE, DATETIME(fsp), TIMESTAMP(fsp)                    date32, timestamp[us], timestamp[us, UTC]
+TIME(fsp)                                              string, MySQL's text
+CHAR, VARCHAR, TEXT                                    string, decoded from the column's charset
+BINARY, VARBINARY, BLOB, GEOMETRY                      binary (GEOMETRY: SRID + WKB as stored)
+ENUM, SET                                              string: the label, SET labels comma-joined
+JSON                                                   string: MySQL's JSON text form
+VECTOR                                                 list<float32>
+=====================================================  =========================================
+
+Where that table is silent, this module decides:
+
+* **Signedness unknown** (a table map without the SIGNEDNESS field of WL#4618:
+  ``binlog_row_metadata=NO_LOG`` or servers before it): the unsigned column's
+  type, which holds every value of either signedness, so that a table's schema
+  does not change when its metadata level does. The values are the decoder's
+  reading of the bytes, which is signed (:mod:`binlog_codec.values`).
+* **ENUM and SET without labels** (labels come with ``binlog_row_metadata=FULL``
+  only): the decoder's integer, the 1-based ENUM index or the SET bit mask, as
+  int64; a SET of 8 bytes (up to 64 members) as decimal128(20, 0), like BIT(64).
+* **Character columns without a recorded charset**: binary, the bytes as
+  logged. A ``str`` value there (rows read with ``assume_charset``) is a
+  ``TypeError``: re-encoding it would invent bytes.
+* **JSON null**: the decoder reads the null document as ``None``, as it reads
+  SQL NULL; both are null here (the text ``null`` is never written).
+* **FLOAT**: the 4-byte float itself (the decoder's shortest decimal is the
+  same float32); **DECIMAL(p > 38)** as MySQL's plain text, never an exponent.
+* Column types no row image holds (the pre-5.0 DECIMAL, NULL, TYPED_ARRAY, BOOL,
+  INVALID, the blob type codes a table map never carries) have no Arrow type:
+  :func:`arrow_type` raises ``ValueError`` for exactly the types
+  :func:`binlog_codec.values.value_decoder` cannot decode. So does a collation
+  id the server flavour does not define, as :func:`~binlog_codec.table_map.sql_type` does.
+
+Values (:func:`to_arrow`): decoded values become what pyarrow stores in the
+column's type, exactly: ``Decimal`` to decimal128 without rounding, DATETIME
+text ``YYYY-MM-DD hh:mm:ss[.ffffff]`` to a naive ``datetime``, TIMESTAMP text
+(UTC, as the decoder writes it) to an aware one. A value the type cannot hold
+-- zero and partly-zero dates (``0000-00-00``, ``2020-00-15``), the zero
+DATETIME/TIMESTAMP, year 0 and days a month does not have -- raises
+:class:`UnrepresentableValue` with its MySQL text; in a batch it is null and
+its text goes to ``_unrepresentable``.
+
+Batches (:class:`ImageBatchBuilder`, :func:`image_schema`): one row per row
+change, the after-image's columns by display name, then the change columns of
+the warehouse contract, in its order:
+
+* ``_op`` ``c``/``u``/``d``; ``_binlog_file`` (the file's name, without its
+  folder, so that where a run staged it leaves no trace), ``_binlog_seq`` (its
+  numeric suffix, null for a name without one), ``_binlog_pos`` (start of the
+  rows event), ``_row_index``, ``_gtid``, ``_commit_ts`` (for now the rows
+  event's header timestamp, in UTC);
+* ``_before``: a struct of the before-image's columns, null for inserts;
+  columns the before-image did not carry are null in it;
+* ``_present_columns``: the columns the after-image carried (none for a delete);
+  ``_partial_columns``: the JSON columns that arrived as WL#2955 diffs, whose
+  typed column is null and whose diff bytes are in ``_partial_diffs``;
+* ``_unrepresentable``: column → MySQL text; a before-image value is keyed
+  ``_before.<column>``.
+
+``_server_id``, ``_xid``, ``_schema_id`` and ``_incomplete_columns`` of the
+contract are not known from a :class:`~binlog_codec.rows.RowRecord` and are
+left to the steps that know them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, timezone, tzinfo
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any, Callable
+
+import pyarrow as pa
+
+from . import charsets, json_binary, table_map
+from .rows import RowRecord
+from .table_map import Column, ColumnType, TableMap
+
+Converter = Callable[[Any], Any]
+
+UNSIGNED_BIGINT = pa.decimal128(20, 0)  # 0 to 18446744073709551615, and every signed BIGINT too
+MAX_DECIMAL128_PRECISION = 38
+OPERATIONS = {"insert": "c", "update": "u", "delete": "d"}
+BEFORE_PREFIX = "_before."
+
+
+class UnrepresentableValue(ValueError):
+    """A value its column's Arrow type cannot hold; ``text`` is its MySQL text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(f"{text!r} has no Arrow value")
+        self.text = text
+
+
+@dataclass(frozen=True)
+class ArrowMapping:
+    """A column's Arrow type and the conversion of its (non-NULL) decoded values to what pyarrow stores."""
+
+    type: pa.DataType
+    convert: Converter
+
+
+# -- values ---------------------------------------------------------------------
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _expect(kind: type, column: Column, arrow: pa.DataType) -> Converter:
+    """Values of ``kind`` as they are; any other is a TypeError naming the column."""
+
+    def convert(value: Any) -> Any:
+        if not isinstance(value, kind):
+            raise TypeError(
+                f"column {column.display_name}: an Arrow {arrow} column takes {kind.__name__}, "
+                f"not {type(value).__name__}"
+            )
+        return value
+
+    return convert
+
+
+def _decimal_text(value: Decimal) -> str:
+    """MySQL's text of a DECIMAL: every digit of its scale, no exponent."""
+    return format(value, "f")
+
+
+_TEMPORAL_TEXT = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?: (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?)?")
+
+
+def datetime_of(text: str, zone: tzinfo | None = None) -> datetime:
+    """MySQL's ``YYYY-MM-DD[ hh:mm:ss[.f]]`` (1 to 6 fraction digits) as a datetime in ``zone``.
+
+    Raises :class:`UnrepresentableValue` for a text ``datetime`` cannot hold: zero
+    and partly-zero dates, year 0, a day its month has not, hours past 23.
+    """
+    match = _TEMPORAL_TEXT.fullmatch(text)
+    if match is None:
+        raise UnrepresentableValue(text)
+    *fields, fraction = match.groups()
+    year, month, day, hour, minute, second = (int(field or 0) for field in fields)
+    try:
+        return datetime(year, month, day, hour, minute, second, int((fraction or "").ljust(6, "0")), tzinfo=zone)
+    except ValueError:
+        raise UnrepresentableValue(text) from None
+
+
+def _date(text: str) -> date:
+    return datetime_of(text).date()
+
+
+def _timestamp(text: str) -> datetime:
+    """TIMESTAMP text is UTC (:func:`binlog_codec.values.timestamp_text`)."""
+    return datetime_of(text, timezone.utc)
+
+
+# -- types ----------------------------------------------------------------------
+
+# (signed type, the type of the unsigned range, which also holds the signed one)
+_INTEGERS = {
+    ColumnType.TINY: (pa.int8(), pa.int16()),
+    ColumnType.SHORT: (pa.int16(), pa.int32()),
+    ColumnType.INT24: (pa.int32(), pa.int32()),
+    ColumnType.LONG: (pa.int32(), pa.int64()),
+    ColumnType.LONGLONG: (pa.int64(), UNSIGNED_BIGINT),
+}
+
+
+def _integer(column: Column) -> ArrowMapping:
+    """Signed or unsigned as the table map says; the unsigned type when it does not say."""
+    signed, unsigned = _INTEGERS[column.type_code]
+    return ArrowMapping(signed if column.unsigned is False else unsigned, _same)
+
+
+def _unsigned_bits(bits: int) -> ArrowMapping:
+    """An unsigned integer of ``bits`` bits (BIT, ENUM index, SET mask): int64 up to 63, else decimal(20,0)."""
+    return ArrowMapping(pa.int64() if bits < 64 else UNSIGNED_BIGINT, _same)
+
+
+def _decimal(column: Column) -> ArrowMapping:
+    precision, scale = column.precision or 0, column.scale or 0
+    if precision > MAX_DECIMAL128_PRECISION:
+        return ArrowMapping(pa.string(), _decimal_text)
+    try:
+        return ArrowMapping(pa.decimal128(precision, scale), _same)
+    except ValueError as exc:
+        raise ValueError(f"column {column.display_name}: DECIMAL({precision},{scale}): {exc}") from None
+
+
+def _binary(column: Column) -> ArrowMapping:
+    return ArrowMapping(pa.binary(), _expect(bytes, column, pa.binary()))
+
+
+def _text(column: Column) -> ArrowMapping:
+    return ArrowMapping(pa.string(), _expect(str, column, pa.string()))
+
+
+def _character(column: Column, flavour: str) -> ArrowMapping:
+    """Text in a recorded character set; bytes for the binary one and when none is recorded."""
+    collation_id = column.collation_id
+    if collation_id is None or charsets.collation(collation_id, flavour).codec is None:
+        return _binary(column)
+    return _text(column)
+
+
+def _string(column: Column, flavour: str) -> ArrowMapping:
+    """STRING holds CHAR/BINARY, ENUM and SET (told apart by the real type)."""
+    if column.real_type not in table_map.ENUM_SET_TYPES:
+        return _character(column, flavour)
+    if table_map.labels(column, flavour) is None:
+        return _unsigned_bits(8 * (column.length or 0))
+    return _text(column)
+
+
+def _fixed(arrow: pa.DataType, convert: Converter = _same) -> Callable[[Column, str], ArrowMapping]:
+    """The builder of a type whose mapping does not depend on the column's metadata."""
+    mapping = ArrowMapping(arrow, convert)
+    return lambda column, flavour: mapping
+
+
+_BUILDERS: dict[int, Callable[[Column, str], ArrowMapping]] = {
+    **{code: lambda column, flavour: _integer(column) for code in _INTEGERS},
+    ColumnType.NEWDECIMAL: lambda column, flavour: _decimal(column),
+    ColumnType.FLOAT: _fixed(pa.float32()),
+    ColumnType.DOUBLE: _fixed(pa.float64()),
+    ColumnType.BIT: lambda column, flavour: _unsigned_bits(column.length or 0),
+    ColumnType.YEAR: _fixed(pa.int16()),
+    ColumnType.DATE: _fixed(pa.date32(), _date),
+    ColumnType.NEWDATE: _fixed(pa.date32(), _date),
+    ColumnType.DATETIME: _fixed(pa.timestamp("us"), datetime_of),
+    ColumnType.DATETIME2: _fixed(pa.timestamp("us"), datetime_of),
+    ColumnType.TIMESTAMP: _fixed(pa.timestamp("us", tz="UTC"), _timestamp),
+    ColumnType.TIMESTAMP2: _fixed(pa.timestamp("us", tz="UTC"), _timestamp),
+    ColumnType.TIME: _fixed(pa.string()),
+    ColumnType.TIME2: _fixed(pa.string()),
+    ColumnType.VARCHAR: _character,
+    ColumnType.VAR_STRING: _character,
+    ColumnType.BLOB: _character,
+    ColumnType.STRING: _string,
+    ColumnType.GEOMETRY: lambda column, flavour: _binary(column),
+    ColumnType.JSON: _fixed(pa.string(), json_binary.to_text),
+    ColumnType.VECTOR: _fixed(pa.list_(pa.float32())),
+}
+
+
+def column_mapping(column: Column, flavour: str = "mysql") -> ArrowMapping:
+    """The Arrow type of ``column`` and the conversion of its values; see the module docstring.
+
+    ``flavour`` ("mysql" or "mariadb") names the collation table of the server
+    that wrote the table map. Raises ``ValueError`` for a column type no row
+    image holds, a collation id the flavour does not define, or DECIMAL
+    metadata no server writes.
+    """
+    builder = _BUILDERS.get(column.type_code)
+    if builder is None:
+        raise ValueError(f"column {column.display_name}: column type {column.type_code} has no Arrow type")
+    return builder(column, flavour)
+
+
+def arrow_type(column: Column, flavour: str = "mysql") -> pa.DataType:
+    """The Arrow type of ``column`` (the architecture's type mapping)."""
+    return column_mapping(column, flavour).type
+
+
+def to_arrow(value: Any, column: Column, flavour: str = "mysql") -> Any:
+    """``value``, as :mod:`binlog_codec.values` decodes it for ``column``, as the Python
+    value pyarrow stores in :func:`arrow_type`; None (SQL NULL) stays None.
+
+    Raises :class:`UnrepresentableValue` for a value the type cannot hold.
+    A batch converts with :func:`column_mapping`, built once per column.
+    """
+    return None if value is None else column_mapping(column, flavour).convert(value)
+
+
+# -- batches --------------------------------------------------------------------
+
+
+def _change_fields(before: pa.StructType) -> list[pa.Field]:
+    """The warehouse contract's columns after the image's, in its order."""
+    return [
+        pa.field("_op", pa.string(), nullable=False),
+        pa.field("_binlog_file", pa.string(), nullable=False),
+        pa.field("_binlog_seq", pa.int64()),
+        pa.field("_binlog_pos", pa.int64(), nullable=False),
+        pa.field("_row_index", pa.int32(), nullable=False),
+        pa.field("_gtid", pa.string()),
+        pa.field("_commit_ts", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("_before", before),
+        pa.field("_present_columns", pa.list_(pa.string()), nullable=False),
+        pa.field("_partial_columns", pa.list_(pa.string()), nullable=False),
+        pa.field("_partial_diffs", pa.map_(pa.string(), pa.binary()), nullable=False),
+        pa.field("_unrepresentable", pa.map_(pa.string(), pa.string()), nullable=False),
+    ]
+
+
+def image_schema(table: TableMap, flavour: str = "mysql") -> pa.Schema:
+    """The Arrow schema of the row changes of one table version: its columns, by
+    display name and nullable (an image may not carry them), then the change columns.
+
+    Raises ``ValueError`` as :func:`column_mapping` does, and for a column named
+    like one of the change columns.
+    """
+    image = [pa.field(column.display_name, arrow_type(column, flavour)) for column in table.columns]
+    change = _change_fields(pa.struct(image))
+    clashes = {field.name for field in image} & {field.name for field in change}
+    if clashes:
+        raise ValueError(f"table {table.database}.{table.table}: columns {sorted(clashes)} clash with change columns")
+    return pa.schema(image + change)
+
+
+_SEQUENCE = re.compile(r"\.(\d+)\Z")
+
+
+def binlog_seq(file: str) -> int | None:
+    """The numeric suffix of a binlog file's name (``mysql-bin.000042``: 42); None when it has none."""
+    match = _SEQUENCE.search(PurePath(file).name)
+    return None if match is None else int(match.group(1))
+
+
+class ImageBatchBuilder:
+    """Row changes of one table version (one :class:`TableMap`) into one Arrow record batch.
+
+    ``append`` each :class:`~binlog_codec.rows.RowRecord` of the table, in log
+    order; ``build`` returns the batch of :func:`image_schema` (see the module
+    docstring for its columns).
+    """
+
+    def __init__(self, table: TableMap, flavour: str = "mysql") -> None:
+        self.table = table
+        self.schema = image_schema(table, flavour)
+        self._mappings = {column.display_name: column_mapping(column, flavour) for column in table.columns}
+        self._rows: list[dict[str, Any]] = []
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def append(self, record: RowRecord) -> None:
+        """Add one row change; raises ``ValueError`` for a record of another table."""
+        if (record.database, record.table) != (self.table.database, self.table.table):
+            raise ValueError(
+                f"row of {record.database}.{record.table} for a batch of {self.table.database}.{self.table.table}"
+            )
+        change = record.change
+        after = change.after or {}
+        diffs = {name: after[name] for name in change.partial}
+        unrepresentable: dict[str, str] = {}
+        row = self._image({name: value for name, value in after.items() if name not in diffs}, "", unrepresentable)
+        before = None if change.before is None else self._image(change.before, BEFORE_PREFIX, unrepresentable)
+        row.update(
+            _op=OPERATIONS[record.kind],
+            _binlog_file=PurePath(record.file).name,
+            _binlog_seq=binlog_seq(record.file),
+            _binlog_pos=record.pos,
+            _row_index=record.row_index,
+            _gtid=record.gtid,
+            _commit_ts=datetime.fromtimestamp(record.timestamp, timezone.utc),
+            _before=before,
+            _present_columns=list(after),
+            _partial_columns=list(change.partial),
+            _partial_diffs=list(diffs.items()),
+            _unrepresentable=list(unrepresentable.items()),
+        )
+        self._rows.append(row)
+
+    def _image(self, values: dict[str, Any], prefix: str, unrepresentable: dict[str, str]) -> dict[str, Any]:
+        """An image's values as pyarrow stores them; the text of those it cannot hold into ``unrepresentable``."""
+        image: dict[str, Any] = {}
+        for name, value in values.items():
+            mapping = self._mappings.get(name)
+            if mapping is None:
+                raise ValueError(f"column {name} is not a column of {self.table.database}.{self.table.table}")
+            try:
+                image[name] = None if value is None else mapping.convert(value)
+            except UnrepresentableValue as exc:
+                image[name] = None
+                unrepresentable[prefix + name] = exc.text
+        return image
+
+    def build(self) -> pa.RecordBatch:
+        """The batch of every row appended so far."""
+        return pa.RecordBatch.from_pylist(self._rows, schema=self.schema)
