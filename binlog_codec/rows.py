@@ -197,7 +197,13 @@ def _error(event: RowsEvent, message: str) -> CorruptEventError:
 
 @dataclass(slots=True)
 class RowRecord:
-    """A row change with its context: where it is, which table, which transaction."""
+    """A row change with its context: where it is, which table, which transaction.
+
+    ``pos`` is the start of the rows event, or of the TRANSACTION_PAYLOAD that holds it, in which
+    case ``inner_offset`` is the event's offset in the uncompressed payload (None otherwise):
+    ``(pos, inner_offset, row_index)`` orders and identifies the rows of a file. ``table_map`` is
+    the decoded table map the row was read with (the same object for the same table version).
+    """
 
     file: str
     pos: int
@@ -208,6 +214,8 @@ class RowRecord:
     gtid: str | None
     timestamp: int
     change: RowChange
+    inner_offset: int | None = None
+    table_map: TableMap | None = None
 
 
 def read_rows(
@@ -249,5 +257,5 @@ def read_rows(
             for change in decode_rows(event, plan):
                 yield RowRecord(
                     event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,
-                    gtid, event.header.timestamp, change,
+                    gtid, event.header.timestamp, change, event.inner_offset, mapped,
                 )

@@ -274,3 +274,17 @@ def test_mariadb_event_kinds_are_decoded():
     assert not any(isinstance(e, OpaqueEvent) for e in events)  # each has its typed record
     (rotate_check,) = facts(name, "rotate_name_check")
     assert rotate_check["vacuous"] and not any(isinstance(e, RotateEvent) for e in events)
+
+
+def test_records_carry_their_table_version_and_place_inside_a_payload():
+    records = list(read_rows(path("osheroff__mysql-binlog-connector-java/mysql-bin.compressed")))
+    assert records and all(r.inner_offset is not None and r.inner_offset > 0 for r in records)
+    plain = list(read_rows(path("osheroff__mysql-binlog-connector-java/mysql-bin.checksum-crc32")))
+    assert all(r.inner_offset is None for r in plain)
+    keys = {(r.pos, r.inner_offset, r.row_index) for r in plain}
+    assert len(keys) == len(plain)
+    by_table = {}
+    for record in plain:
+        by_table.setdefault((record.database, record.table), set()).add(id(record.table_map))
+    assert all(len(ids) == 1 for ids in by_table.values())  # the map logged per transaction is one version
+    assert all(r.table_map.table == r.table for r in plain)
