@@ -29,6 +29,7 @@ from binlog_codec.json_binary import (
     to_text,
 )
 from fixture_facts import expected, facts, path
+from typed_values import typed
 
 OPAQUE_FILE = "blackbeam__rust_mysql_common/json-opaque.binlog"
 JSON_FILE = "blackbeam__rust_mysql_common/json.binlog.000001"
@@ -490,17 +491,6 @@ json_values = st.recursive(
     max_leaves=40,
 )
 PROPERTIES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
-def typed(value):
-    """``value`` with its types spelled out, so that 1, 1.0 and True, or 0.0 and -0.0, differ."""
-    if isinstance(value, dict):
-        return {key: typed(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [typed(item) for item in value]
-    if isinstance(value, float):
-        return ("double", value.hex())
-    return (type(value).__name__, value)
 
 
 def keys_in_mysql_order(value) -> bool:

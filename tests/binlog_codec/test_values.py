@@ -33,6 +33,7 @@ from binlog_codec.value_encoder import encode_decimal, encode_row_image, time2_b
 from binlog_codec.values import decimal_size, value_decoder
 from binlog_codec.wire import ShortBody
 from fixture_facts import good_files, path
+from typed_values import typed
 
 PROPERTIES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -50,19 +51,6 @@ CHARSETS = {
 
 def column(type_code: int, real_type: int | None = None, *, name: str | None = "c", **metadata) -> Column:
     return Column(0, type_code, type_code if real_type is None else real_type, True, name=name, **metadata)
-
-
-def typed(value):
-    """``value`` with its types spelled out: 1, 1.0 and True differ, so do 0.0 and -0.0, and Decimal scales."""
-    if isinstance(value, dict):
-        return {key: typed(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [typed(item) for item in value]
-    if isinstance(value, float):
-        return ("float", value.hex())
-    if isinstance(value, Decimal):
-        return ("Decimal", value.as_tuple())
-    return (type(value).__name__, value)
 
 
 def float32s(values) -> list[bytes]:
