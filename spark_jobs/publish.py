@@ -1,0 +1,134 @@
+"""Publish a run's outputs into the warehouse atomically, and advance the checkpoint.
+
+A run writes everything it produces under a run folder that mirrors the
+warehouse layout (``changes/``, ``current/``, ``metadata/``). Nothing there is
+visible to readers. :func:`commit` then makes it visible in three steps:
+
+1. **Journal.** The list of moves is written to ``_journal/<run id>.json``
+   (a temporary file renamed into place: the rename is the commit point). A
+   run that dies before it leaves the warehouse exactly as it was.
+2. **Apply.** Files move into place. ``changes/`` and ``metadata/`` files are
+   added under names derived from the run's input (the same input gives the
+   same names, so a repeated run replaces files with identical ones instead of
+   adding duplicates); each ``current/<db>/<table>/`` folder is replaced as a
+   whole; the checkpoint file is replaced last.
+3. **Done.** The journal is removed.
+
+A process that dies during step 2 leaves the journal behind; :func:`recover`
+(called by every :func:`commit`, and by the ingest entry point on start) rolls
+it forward. Every move is idempotent, so rolling forward twice is harmless.
+
+Readers see plain Parquet folders. A ``current`` folder is replaced by two
+renames (old folder away, new folder in), so a reader listing it at that
+instant may find it missing for a moment, never half written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+JOURNAL = "_journal"
+CHECKPOINT = Path("metadata") / "checkpoint.json"
+REPLACED_FOLDERS = "current"  # ``current/<db>/<table>/`` is replaced whole, everything else is added
+
+
+@dataclass(frozen=True)
+class Move:
+    """One step of a commit: ``source`` (in the run folder) becomes ``target`` (in the warehouse)."""
+
+    source: str
+    target: str
+    replace_folder: bool = False
+
+    def apply(self, warehouse: Path) -> None:
+        """Do the move; a move an earlier attempt already did is skipped."""
+        source, target = Path(self.source), warehouse / self.target
+        if self.replace_folder:
+            _replace_folder(source, target)
+        elif source.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+
+
+def _replace_folder(source: Path, target: Path) -> None:
+    """``target`` becomes ``source``: the old folder is renamed away, the new one renamed in,
+    then the old one removed. Each step can be repeated after a crash."""
+    retired = target.with_name(target.name + ".retired")
+    if source.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            if retired.exists():
+                shutil.rmtree(retired)
+            os.replace(target, retired)
+        os.replace(source, target)
+    shutil.rmtree(retired, ignore_errors=True)
+
+
+def plan_moves(run_folder: Path) -> list[Move]:
+    """The moves that publish ``run_folder``: whole ``current/<db>/<table>`` folders, every other
+    file one by one, the checkpoint last."""
+    moves, checkpoint = [], None
+    for table in sorted(run_folder.glob(f"{REPLACED_FOLDERS}/*/*")):
+        moves.append(Move(str(table), str(table.relative_to(run_folder)), replace_folder=True))
+    for path in sorted(p for p in run_folder.rglob("*") if p.is_file()):
+        relative = path.relative_to(run_folder)
+        if relative.parts[0] == REPLACED_FOLDERS:
+            continue
+        move = Move(str(path), str(relative))
+        if relative == CHECKPOINT:
+            checkpoint = move
+        else:
+            moves.append(move)
+    return moves + ([checkpoint] if checkpoint else [])
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``path`` holds ``text`` or what it held before, never a part: write, flush, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def commit(warehouse: Path, run_folder: Path, run_id: str) -> int:
+    """Publish ``run_folder`` into ``warehouse``; returns the number of moves. See the module text."""
+    warehouse, run_folder = Path(warehouse), Path(run_folder)
+    recover(warehouse)
+    moves = plan_moves(run_folder)
+    journal = warehouse / JOURNAL / f"{run_id}.json"
+    write_atomically(journal, json.dumps([vars(move) for move in moves], indent=1))
+    _apply(warehouse, journal)
+    log.info("run %s committed: %d moves into %s", run_id, len(moves), warehouse)
+    return len(moves)
+
+
+def recover(warehouse: Path) -> list[str]:
+    """Finish every commit a dead process left half done; returns their run ids."""
+    finished = []
+    for journal in sorted((Path(warehouse) / JOURNAL).glob("*.json")):
+        log.warning("finishing the interrupted commit of run %s", journal.stem)
+        _apply(Path(warehouse), journal)
+        finished.append(journal.stem)
+    return finished
+
+
+def _apply(warehouse: Path, journal: Path) -> None:
+    for entry in json.loads(journal.read_text(encoding="utf-8")):
+        Move(**entry).apply(warehouse)
+    journal.unlink()
+
+
+def read_checkpoint(warehouse: Path) -> dict:
+    """The committed checkpoint: per source, the last committed file, position and GTID set."""
+    path = Path(warehouse) / CHECKPOINT
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}

@@ -1,0 +1,102 @@
+"""Publishing a run: atomic, idempotent, recoverable after a crash at any step."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spark_jobs import publish
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (journal excluded) and its text."""
+    return {
+        str(p.relative_to(root)): p.read_text()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and publish.JOURNAL not in p.parts
+    }
+
+
+def make_run(root: Path, run: str, current_rows: str, checkpoint_pos: int) -> Path:
+    folder = root / "runs" / run
+    files = {
+        f"changes/shop/orders/commit_date=2026-11-21/part-1-{run}.parquet": f"changes of {run}",
+        f"current/shop/orders/part-0.parquet": current_rows,
+        f"metadata/transactions/part-1-{run}.parquet": f"transactions of {run}",
+        f"metadata/runs/{run}.json": json.dumps({"run": run}),
+        "metadata/checkpoint.json": json.dumps({"source": {"file": "mariadb-bin.000001", "pos": checkpoint_pos}}),
+    }
+    for name, text in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+@pytest.fixture
+def warehouse(tmp_path) -> Path:
+    """A warehouse with a first run committed."""
+    root = tmp_path / "warehouse"
+    publish.commit(root, make_run(tmp_path, "r1", "state after r1", 1000), "r1")
+    (root / "current/shop/orders/stale-from-r0.parquet").write_text("only in the old current")
+    return root
+
+
+def test_commit_adds_changes_replaces_current_and_advances_the_checkpoint(tmp_path, warehouse):
+    publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
+    files = tree(warehouse)
+    assert files["current/shop/orders/part-0.parquet"] == "state after r2"
+    assert "current/shop/orders/stale-from-r0.parquet" not in files  # replaced whole, not merged
+    assert {name for name in files if name.startswith("changes/")} == {
+        "changes/shop/orders/commit_date=2026-11-21/part-1-r1.parquet",
+        "changes/shop/orders/commit_date=2026-11-21/part-1-r2.parquet",
+    }
+    assert publish.read_checkpoint(warehouse) == {"source": {"file": "mariadb-bin.000001", "pos": 2000}}
+    assert not list((warehouse / publish.JOURNAL).iterdir())
+
+
+def test_the_checkpoint_moves_last_and_current_folders_whole(tmp_path):
+    moves = publish.plan_moves(make_run(tmp_path, "r2", "rows", 2000))
+    assert [m.target for m in moves][-1] == str(publish.CHECKPOINT)
+    assert [(m.target, m.replace_folder) for m in moves if m.replace_folder] == [("current/shop/orders", True)]
+    assert len(moves) == 5
+
+
+def test_the_same_run_twice_adds_no_duplicates(tmp_path, warehouse):
+    before = tree(warehouse)
+    publish.commit(warehouse, make_run(tmp_path / "again", "r1", "state after r1", 1000), "r1")
+    after = tree(warehouse)
+    del before["current/shop/orders/stale-from-r0.parquet"]
+    assert after == before
+
+
+def test_a_run_that_dies_before_its_commit_leaves_nothing_visible(tmp_path, warehouse):
+    before = tree(warehouse)
+    make_run(tmp_path, "r2", "state after r2", 2000)  # written, never committed
+    assert publish.recover(warehouse) == []
+    assert tree(warehouse) == before
+
+
+@pytest.mark.parametrize("survived", range(0, 5))
+def test_a_commit_that_dies_half_way_is_finished_by_recover(tmp_path, warehouse, monkeypatch, survived):
+    expected_root = tmp_path / "expected"
+    publish.commit(expected_root, make_run(tmp_path / "e", "r1", "state after r1", 1000), "r1")
+    publish.commit(expected_root, make_run(tmp_path / "e", "r2", "state after r2", 2000), "r2")
+
+    calls = {"n": 0}
+    real_apply = publish.Move.apply
+
+    def dying_apply(self, root):
+        if calls["n"] == survived:
+            raise KeyboardInterrupt("killed")
+        calls["n"] += 1
+        real_apply(self, root)
+
+    monkeypatch.setattr(publish.Move, "apply", dying_apply)
+    with pytest.raises(KeyboardInterrupt):
+        publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
+    assert publish.read_checkpoint(warehouse)["source"]["pos"] == 1000  # the checkpoint moves last
+    monkeypatch.setattr(publish.Move, "apply", real_apply)
+    assert publish.recover(warehouse) == ["r2"]
+    assert tree(warehouse) == tree(expected_root)
