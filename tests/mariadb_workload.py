@@ -15,6 +15,8 @@ renders a decoded value the same way, so the two compare as strings.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import struct
 from dataclasses import dataclass, field
 
@@ -330,3 +332,28 @@ def server_text(column: Column, text: str) -> str:
     if column.kind == DOUBLE:
         return "double:" + struct.pack("<d", float(text)).hex()
     return text
+
+
+def _fsp(column: Column) -> int:
+    """The fractional-second digits of a TIME/DATETIME/TIMESTAMP column of the workload."""
+    start = column.ddl.find("(")
+    return int(column.ddl[start + 1]) if start >= 0 and column.ddl[start + 1].isdigit() else 0
+
+
+def arrow_as_server_text(column: Column, value, unrepresentable: dict[str, str], labels: bool = True) -> str:
+    """A warehouse value (``.as_py()`` of its Arrow type, see ``binlog_codec.arrow``) rendered as
+    :func:`server_state` renders the server's; a value the Parquet type cannot hold is taken
+    from the row's ``_unrepresentable`` map."""
+    if column.name in unrepresentable:
+        return unrepresentable[column.name]
+    if isinstance(value, datetime.datetime):
+        fsp = _fsp(column)
+        text = value.strftime("%Y-%m-%d %H:%M:%S")
+        return text + (f".{value.microsecond:06d}"[: fsp + 1] if fsp else "")
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    if column.kind == BYTES and value is not None:
+        return value.hex().upper()
+    return as_server_text(column, value, labels)

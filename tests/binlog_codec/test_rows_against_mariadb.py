@@ -20,8 +20,19 @@ import sys
 
 import pytest
 
+from binlog_codec.arrow import ImageBatchBuilder
+from binlog_codec.rows import read_rows
 from mariadb import REPO_ROOT, binlog_of, our_metadata_blocks, reference_metadata_blocks
-from mariadb_workload import TABLES, Operation, Table, as_server_text, operations, server_state, statements
+from mariadb_workload import (
+    TABLES,
+    Operation,
+    Table,
+    arrow_as_server_text,
+    as_server_text,
+    operations,
+    server_state,
+    statements,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -162,3 +173,33 @@ def test_metadata_matches_mariadb_binlog(runs, image, metadata):
     ]
     assert len(reference) >= len(operations())
     assert our_metadata_blocks(binlog) == reference
+
+
+@pytest.mark.parametrize("metadata", METADATA)
+def test_arrow_values_equal_select(mariadb, runs, metadata):
+    """binlog_codec.arrow on the server's own values: with FULL images the last after-image of
+    each key is the row, and its Arrow value (or its ``_unrepresentable`` text) is the server's."""
+    database = database_of("FULL", metadata)
+    builders: dict[str, ImageBatchBuilder] = {}
+    for record in read_rows(runs[("FULL", metadata)], database=database):
+        builders.setdefault(record.table, ImageBatchBuilder(record.table_map, "mariadb")).append(record)
+    labels = metadata == "FULL"
+    for table in TABLES:
+        names = table.names if labels else [f"@{n}" for n in range(1, len(table.names) + 1)]
+        latest = {}
+        for row in builders[table.name].build().to_pylist():  # in log order
+            if row["_op"] in ("u", "d"):
+                latest.pop(row["_before"][names[0]], None)
+            if row["_op"] != "d":
+                latest[row[names[0]]] = row
+        wanted = server_state(mariadb, database, table, labels)
+        assert sorted(map(str, latest)) == sorted(wanted), table.name
+        for key, row in latest.items():
+            after = dict(row["_unrepresentable"] or [])
+            unrepresentable = {table.names[names.index(k)]: v for k, v in after.items() if k in names}
+            ours = [
+                arrow_as_server_text(column, row[names[n]], unrepresentable, labels)
+                for n, column in enumerate(table.columns, 1)
+            ]
+            for column, our_value, server_value in zip(table.columns, ours, wanted[str(key)]):
+                assert our_value == server_value, (table.name, key, column.name, our_value[:200], server_value[:200])
