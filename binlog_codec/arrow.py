@@ -62,8 +62,12 @@ the warehouse contract, in its order:
 * ``_op`` ``c``/``u``/``d``; ``_binlog_file`` (the file's name, without its
   folder, so that where a run staged it leaves no trace), ``_binlog_seq`` (its
   numeric suffix, null for a name without one), ``_binlog_pos`` (start of the
-  rows event), ``_row_index``, ``_gtid``, ``_commit_ts`` (for now the rows
-  event's header timestamp, in UTC);
+  rows event, or of the TRANSACTION_PAYLOAD that holds it),
+  ``_binlog_inner_offset`` (the rows event's offset inside that payload, null
+  outside one: a compressed transaction holds several rows events at one
+  ``_binlog_pos``), ``_row_index``, ``_gtid``, ``_commit_ts`` (for now the rows
+  event's header timestamp, in UTC), ``_schema_id`` (the table version, see
+  :func:`schema_id`);
 * ``_before``: a struct of the before-image's columns, null for inserts;
   columns the before-image did not carry are null in it;
 * ``_present_columns``: the columns the after-image carried (none for a delete);
@@ -72,13 +76,24 @@ the warehouse contract, in its order:
 * ``_unrepresentable``: column → MySQL text; a before-image value is keyed
   ``_before.<column>``.
 
-``_server_id``, ``_xid``, ``_schema_id`` and ``_incomplete_columns`` of the
+``(_binlog_seq, _binlog_pos, _binlog_inner_offset, _row_index)`` identifies a
+row change. ``_server_id``, ``_xid`` and ``_incomplete_columns`` of the
 contract are not known from a :class:`~binlog_codec.rows.RowRecord` and are
 left to the steps that know them.
+
+Table versions (:func:`schema_id`, :func:`table_schema_row`): the ``_schema_id``
+of a row is a hash of what its table map says about the table -- database,
+table, every column's type, metadata, name, charset, ENUM/SET values,
+visibility, the primary key, the metadata level -- and of the server flavour
+that gives collation ids their meaning; the table id, which a server hands out
+afresh, is no part of it. :func:`table_schema_row` is the row of the
+warehouse's ``metadata/table_schemas`` for one version (:data:`TABLE_SCHEMA`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, timezone, tzinfo
@@ -289,6 +304,124 @@ def to_arrow(value: Any, column: Column, flavour: str = "mysql") -> Any:
     return None if value is None else column_mapping(column, flavour).convert(value)
 
 
+# -- table versions -------------------------------------------------------------
+
+# What a table map says about each column, in the order :func:`schema_id` hashes it.
+_DEFINITION = (
+    "type_code", "real_type", "nullable", "name", "length", "precision", "scale", "fsp", "pack_length",
+    "unsigned", "collation_id", "enum_values", "set_values", "geometry_type", "visible", "vector_dimension",
+)
+SCHEMA_ID_LENGTH = 16
+
+
+def schema_id(table: TableMap, flavour: str = "mysql") -> str:
+    """A stable id of a table version: the first 16 hex digits of the SHA-256 of the table's
+    definition as its table map gives it (see the module docstring), the table id left out."""
+    definition = [
+        flavour,
+        table.database,
+        table.table,
+        table.metadata_level,
+        [[getattr(column, name) for name in _DEFINITION] for column in table.columns],
+        [list(part) for part in table.primary_key],
+    ]
+    text = json.dumps(definition, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:SCHEMA_ID_LENGTH]
+
+
+_SCHEMA_COLUMN = pa.struct([
+    pa.field("index", pa.int32(), nullable=False),
+    pa.field("name", pa.string(), nullable=False),
+    pa.field("sql_type", pa.string(), nullable=False),
+    pa.field("arrow_type", pa.string(), nullable=False),
+    pa.field("type_code", pa.int32(), nullable=False),
+    pa.field("real_type", pa.int32(), nullable=False),
+    pa.field("nullable", pa.bool_(), nullable=False),
+    pa.field("unsigned", pa.bool_()),
+    pa.field("charset", pa.string()),
+    pa.field("collation", pa.string()),
+    pa.field("collation_id", pa.int32()),
+    pa.field("enum_values", pa.list_(pa.string())),
+    pa.field("set_values", pa.list_(pa.string())),
+    pa.field("geometry_type", pa.string()),
+    pa.field("visible", pa.bool_()),
+    pa.field("vector_dimension", pa.int32()),
+    pa.field("primary_key_position", pa.int32()),
+    pa.field("primary_key_prefix", pa.int32()),
+])
+_KEY_PART = pa.struct([pa.field("column", pa.string(), nullable=False), pa.field("prefix", pa.int32(), nullable=False)])
+
+
+def _position_fields(which: str) -> list[pa.Field]:
+    return [
+        pa.field(f"{which}_file", pa.string()),
+        pa.field(f"{which}_seq", pa.int64()),
+        pa.field(f"{which}_pos", pa.int64()),
+        pa.field(f"{which}_inner_offset", pa.int32()),
+    ]
+
+
+# One row per table version (the warehouse's ``metadata/table_schemas``). The
+# ``first_*``/``last_*`` positions (the first and last row change seen of the
+# version) and ``rows`` are filled in by the step that reads the rows.
+TABLE_SCHEMA = pa.schema([
+    pa.field("schema_id", pa.string(), nullable=False),
+    pa.field("database", pa.string(), nullable=False),
+    pa.field("table", pa.string(), nullable=False),
+    pa.field("flavour", pa.string(), nullable=False),
+    pa.field("metadata_level", pa.string(), nullable=False),
+    pa.field("columns", pa.list_(_SCHEMA_COLUMN), nullable=False),
+    pa.field("primary_key", pa.list_(_KEY_PART), nullable=False),
+    *_position_fields("first"),
+    *_position_fields("last"),
+    pa.field("rows", pa.int64()),
+])
+
+
+def _schema_column(column: Column, flavour: str) -> dict[str, Any]:
+    found = None if column.collation_id is None else charsets.collation(column.collation_id, flavour)
+    values = table_map.column_values(column, flavour)
+    geometry = column.geometry_type
+    return {
+        "index": column.index,
+        "name": column.display_name,
+        "sql_type": table_map.sql_type(column, flavour),
+        "arrow_type": str(arrow_type(column, flavour)),
+        "type_code": column.type_code,
+        "real_type": column.real_type,
+        "nullable": column.nullable,
+        "unsigned": column.unsigned,
+        "charset": found and found.charset,
+        "collation": found and found.name,
+        "collation_id": column.collation_id,
+        "enum_values": values if column.real_type == ColumnType.ENUM else None,
+        "set_values": values if column.real_type == ColumnType.SET else None,
+        "geometry_type": None if geometry is None else table_map.GEOMETRY_TYPES.get(geometry, str(geometry)),
+        "visible": column.visible,
+        "vector_dimension": column.vector_dimension,
+        "primary_key_position": column.primary_key_position,
+        "primary_key_prefix": column.primary_key_prefix,
+    }
+
+
+def table_schema_row(table: TableMap, flavour: str = "mysql") -> dict[str, Any]:
+    """The :data:`TABLE_SCHEMA` row of a table version, without its positions and row count.
+
+    Raises ``ValueError`` as :func:`~binlog_codec.table_map.sql_type` and
+    :func:`column_mapping` do.
+    """
+    columns = table.columns
+    return {
+        "schema_id": schema_id(table, flavour),
+        "database": table.database,
+        "table": table.table,
+        "flavour": flavour,
+        "metadata_level": table.metadata_level,
+        "columns": [_schema_column(column, flavour) for column in columns],
+        "primary_key": [{"column": columns[index].display_name, "prefix": prefix} for index, prefix in table.primary_key],
+    }
+
+
 # -- batches --------------------------------------------------------------------
 
 
@@ -299,9 +432,11 @@ def _change_fields(before: pa.StructType) -> list[pa.Field]:
         pa.field("_binlog_file", pa.string(), nullable=False),
         pa.field("_binlog_seq", pa.int64()),
         pa.field("_binlog_pos", pa.int64(), nullable=False),
+        pa.field("_binlog_inner_offset", pa.int32()),
         pa.field("_row_index", pa.int32(), nullable=False),
         pa.field("_gtid", pa.string()),
         pa.field("_commit_ts", pa.timestamp("us", tz="UTC"), nullable=False),
+        pa.field("_schema_id", pa.string(), nullable=False),
         pa.field("_before", before),
         pa.field("_present_columns", pa.list_(pa.string()), nullable=False),
         pa.field("_partial_columns", pa.list_(pa.string()), nullable=False),
@@ -345,6 +480,7 @@ class ImageBatchBuilder:
     def __init__(self, table: TableMap, flavour: str = "mysql") -> None:
         self.table = table
         self.schema = image_schema(table, flavour)
+        self.schema_id = schema_id(table, flavour)
         self._mappings = {column.display_name: column_mapping(column, flavour) for column in table.columns}
         self._rows: list[dict[str, Any]] = []
 
@@ -368,9 +504,11 @@ class ImageBatchBuilder:
             _binlog_file=PurePath(record.file).name,
             _binlog_seq=binlog_seq(record.file),
             _binlog_pos=record.pos,
+            _binlog_inner_offset=record.inner_offset,
             _row_index=record.row_index,
             _gtid=record.gtid,
             _commit_ts=datetime.fromtimestamp(record.timestamp, timezone.utc),
+            _schema_id=self.schema_id,
             _before=before,
             _present_columns=list(after),
             _partial_columns=list(change.partial),
@@ -396,3 +534,10 @@ class ImageBatchBuilder:
     def build(self) -> pa.RecordBatch:
         """The batch of every row appended so far."""
         return pa.RecordBatch.from_pylist(self._rows, schema=self.schema)
+
+    def flush(self) -> pa.RecordBatch:
+        """The batch of the rows appended since the last flush; the builder starts empty again."""
+        batch = self.build()
+        self._rows = []
+        return batch
+

@@ -9,7 +9,11 @@
 * Batches: a table of every type (values encoded and decoded as a row image
   holds them: latin1 and cp1251 text, zero dates, MINIMAL images, a partial
   JSON update), every good fixture's rows per table version, and both through
-  Parquet and back.
+  Parquet and back; rows events inside one compressed transaction told apart
+  by their offset in it.
+* Table versions: the schema id is stable, ignores the table id and changes
+  with anything the table map says about the table; the table schema row of
+  every fixture's table versions fits the ``table_schemas`` layout.
 """
 
 from __future__ import annotations
@@ -29,11 +33,14 @@ from hypothesis import strategies as st
 
 from binlog_codec import charsets, json_binary
 from binlog_codec.arrow import (
+    TABLE_SCHEMA,
     ImageBatchBuilder,
     UnrepresentableValue,
     arrow_type,
     binlog_seq,
     image_schema,
+    schema_id,
+    table_schema_row,
     to_arrow,
 )
 from binlog_codec.events import FormatDescriptionEvent, RowsEvent, TableMapEvent, read
@@ -634,8 +641,9 @@ def everything() -> pa.RecordBatch:
 def test_batch_has_the_contract_columns(everything):
     assert everything.schema == image_schema(TABLE)
     assert everything.schema.names == NAMES + [
-        "_op", "_binlog_file", "_binlog_seq", "_binlog_pos", "_row_index", "_gtid", "_commit_ts", "_before",
-        "_present_columns", "_partial_columns", "_partial_diffs", "_unrepresentable",
+        "_op", "_binlog_file", "_binlog_seq", "_binlog_pos", "_binlog_inner_offset", "_row_index", "_gtid",
+        "_commit_ts", "_schema_id", "_before", "_present_columns", "_partial_columns", "_partial_diffs",
+        "_unrepresentable",
     ]
     assert everything.schema.field("_before").type == pa.struct([everything.schema.field(name) for name in NAMES])
     rows = everything.to_pylist()
@@ -645,6 +653,8 @@ def test_batch_has_the_contract_columns(everything):
     assert [row["_row_index"] for row in rows] == [0, 1, 2, 3]
     assert {row["_commit_ts"] for row in rows} == {datetime(2023, 11, 14, 22, 13, 20, tzinfo=timezone.utc)}
     assert {row["_gtid"] for row in rows} == {"3e11fa47-71ca-11e1-9e33-c80aa9429562:23"}
+    assert {row["_binlog_inner_offset"] for row in rows} == {None}
+    assert {row["_schema_id"] for row in rows} == {schema_id(TABLE)}
 
 
 def test_full_row_values_are_exact(everything):
@@ -733,6 +743,95 @@ def test_an_empty_batch_has_the_schema():
     assert batch.num_rows == 0 and batch.schema == image_schema(TABLE)
 
 
+def test_flush_returns_the_rows_since_the_last_flush():
+    builder = ImageBatchBuilder(TABLE)
+    records = everything_records()
+    for each in records[:3]:
+        builder.append(each)
+    first = builder.flush()
+    assert first.num_rows == 3 and len(builder) == 0
+    builder.append(records[3])
+    second = builder.flush()
+    assert [row["_row_index"] for row in second.to_pylist()] == [3]
+    assert builder.flush().num_rows == 0
+
+
+def test_rows_events_inside_one_compressed_transaction_are_told_apart():
+    """Two rows events in one TRANSACTION_PAYLOAD share its position: the offset inside it keeps rows apart."""
+    builder = ImageBatchBuilder(TABLE)
+    for offset in (116, 188):
+        each = record("insert", 0, after=image({"id": offset}))
+        each.inner_offset = offset
+        builder.append(each)
+    rows = builder.build().to_pylist()
+    assert len({(row["_binlog_pos"], row["_row_index"]) for row in rows}) == 1
+    assert [(row["_binlog_pos"], row["_binlog_inner_offset"], row["_row_index"]) for row in rows] == [
+        (1234, 116, 0), (1234, 188, 0)
+    ]
+
+
+# ---------------------------------------------------------------------------
+# Table versions
+
+
+def test_schema_id_is_stable_and_ignores_the_table_id():
+    assert schema_id(TABLE) == "c0624aef41071253"
+    assert schema_id(dataclasses.replace(TABLE, table_id=99)) == schema_id(TABLE)
+    copy = dataclasses.replace(TABLE, columns=[dataclasses.replace(c) for c in TABLE.columns])
+    assert schema_id(copy) == schema_id(TABLE)
+
+
+def _with_column(change: dict, index: int = 0) -> TableMap:
+    columns = list(TABLE.columns)
+    columns[index] = dataclasses.replace(columns[index], **change)
+    return dataclasses.replace(TABLE, columns=columns)
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        _with_column({"name": "key"}),
+        _with_column({"unsigned": False}),
+        _with_column({"nullable": False}),
+        _with_column({"collation_id": CP1251}, index=12),
+        _with_column({"length": 80}, index=12),
+        _with_column({"enum_values": ["sad", "ok", "great"]}, index=15),
+        _with_column({"visible": False}),
+        dataclasses.replace(TABLE, table="everything_else"),
+        dataclasses.replace(TABLE, database="shop2"),
+        dataclasses.replace(TABLE, metadata_level="MINIMAL"),
+        dataclasses.replace(TABLE, primary_key=[(0, 0)]),
+    ],
+    ids=["name", "signedness", "nullability", "collation", "length", "enum values", "visibility", "table",
+         "database", "metadata level", "primary key"],
+)
+def test_schema_id_changes_with_the_table_definition(variant):
+    assert schema_id(variant) != schema_id(TABLE)
+
+
+def test_schema_id_depends_on_the_flavour_that_gives_collations_their_meaning():
+    assert schema_id(TABLE, "mariadb") != schema_id(TABLE, "mysql")
+
+
+def test_table_schema_row_describes_every_column():
+    keyed = dataclasses.replace(
+        TABLE,
+        primary_key=[(0, 0), (12, 4)],
+        columns=[dataclasses.replace(c, primary_key_position={0: 0, 12: 1}.get(c.index),
+                                     primary_key_prefix={0: 0, 12: 4}.get(c.index)) for c in TABLE.columns],
+    )
+    row = table_schema_row(keyed)
+    table = pa.Table.from_pylist([row], schema=TABLE_SCHEMA)
+    assert table.num_rows == 1 and row["schema_id"] == schema_id(keyed)
+    columns = {column["name"]: column for column in row["columns"]}
+    assert list(columns) == NAMES
+    assert columns["id"]["sql_type"] == "BIGINT UNSIGNED" and columns["id"]["arrow_type"] == "decimal128(20, 0)"
+    assert (columns["name"]["charset"], columns["name"]["collation"]) == ("latin1", "latin1_swedish_ci")
+    assert columns["mood"]["enum_values"] == ["sad", "ok"] and columns["mood"]["set_values"] is None
+    assert columns["name"]["primary_key_position"] == 1 and columns["name"]["primary_key_prefix"] == 4
+    assert row["primary_key"] == [{"column": "id", "prefix": 0}, {"column": "name", "prefix": 4}]
+
+
 # ---------------------------------------------------------------------------
 # Batches of the shared fixtures
 
@@ -768,6 +867,15 @@ def fixture_batches(name: str) -> tuple[list[RowRecord], list[tuple[TableMap, li
     return records, [(builder.table, rows, builder.build()) for builder, rows in versions.values()]
 
 
+@functools.cache
+def fixture_flavour(name: str) -> str:
+    """The flavour :func:`fixture_batches` built the batches of ``name`` with: its first format description's."""
+    for event in read(path(name)):
+        if isinstance(event, FormatDescriptionEvent):
+            return "mariadb" if "mariadb" in event.server_version.lower() else "mysql"
+    return "mysql"
+
+
 def plain_value(col: Column, arrow: pa.DataType, value):
     """What Arrow holds for a decoded integer, Decimal, text or bytes; None for the types the properties cover."""
     if col.type_code == ColumnType.JSON or not isinstance(value, (int, Decimal, str, bytes)):
@@ -783,15 +891,21 @@ def plain_value(col: Column, arrow: pa.DataType, value):
 def test_fixture_rows_build_into_batches_per_table_version(name):
     records, batches = fixture_batches(name)
     assert sum(batch.num_rows for _, _, batch in batches) == len(records)
-    keys = [(row["_binlog_seq"], row["_binlog_pos"], row["_row_index"]) for *_, b in batches for row in b.to_pylist()]
+    keys = [
+        (row["_binlog_seq"], row["_binlog_pos"], row["_binlog_inner_offset"], row["_row_index"])
+        for *_, b in batches
+        for row in b.to_pylist()
+    ]
     assert len(set(keys)) == len(keys)
     for table, rows, batch in batches:
         columns = {col.display_name: (col, batch.schema.field(col.display_name).type) for col in table.columns}
         for each, row in zip(rows, batch.to_pylist(), strict=True):
             after = each.change.after or {}
-            assert (row["_op"], row["_binlog_pos"], row["_row_index"], row["_gtid"]) == (
-                {"insert": "c", "update": "u", "delete": "d"}[each.kind], each.pos, each.row_index, each.gtid
+            assert (row["_op"], row["_binlog_pos"], row["_binlog_inner_offset"], row["_row_index"], row["_gtid"]) == (
+                {"insert": "c", "update": "u", "delete": "d"}[each.kind], each.pos, each.inner_offset,
+                each.row_index, each.gtid,
             )
+            assert row["_schema_id"] == schema_id(table, fixture_flavour(name))
             assert row["_present_columns"] == list(after) and row["_partial_columns"] == each.change.partial
             assert (row["_before"] is None) == (each.change.before is None)
             for column_name, value in after.items():
@@ -808,6 +922,24 @@ def test_fixture_batches_round_trip_through_parquet(name, tmp_path):
         back = pq.read_table(target)
         assert back.schema == batch.schema
         assert back.equals(pa.Table.from_batches([batch]))
+
+
+@pytest.mark.parametrize("name", good_files())
+def test_fixture_table_versions_have_a_table_schema_row(name):
+    flavour = fixture_flavour(name)
+    for table, _, batch in fixture_batches(name)[1]:
+        row = table_schema_row(table, flavour)
+        assert pa.Table.from_pylist([row], schema=TABLE_SCHEMA).num_rows == 1
+        assert [column["name"] for column in row["columns"]] == [c.display_name for c in table.columns]
+        assert [column["arrow_type"] for column in row["columns"]] == [
+            str(batch.schema.field(c.display_name).type) for c in table.columns
+        ]
+
+
+def test_rows_inside_a_compressed_transaction_carry_their_offset_in_it():
+    _, batches = fixture_batches("osheroff__mysql-binlog-connector-java/mysql-bin.compressed")
+    offsets = [row["_binlog_inner_offset"] for *_, b in batches for row in b.to_pylist()]
+    assert offsets and all(offset is not None and offset > 0 for offset in offsets)
 
 
 def test_a_partial_json_update_of_a_fixture_keeps_its_diffs():
