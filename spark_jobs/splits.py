@@ -1,0 +1,255 @@
+"""Splits: contiguous ranges of whole transactions of a binlog file, the unit of parallel decoding.
+
+:func:`plan_splits` finds the transaction boundaries of each file with the
+header-only scan of :func:`binlog_codec.transactions.scan_transactions` and
+cuts the file into :class:`Split` ranges of about ``target_bytes``:
+
+* a split starts where a transaction starts and ends where one ends, and holds
+  at least one transaction: a transaction larger than the target is a split of
+  its own; a target of 1 byte gives one split per transaction;
+* the events before the first transaction (format description, previous
+  GTIDs, ...) and between transactions (rotate, checkpoints, stop) belong to
+  no split. A decoder still needs the file's format description:
+  :class:`~binlog_codec.reader.BinlogReader` reads the first one before it
+  seeks to ``start_position``. A *later* format description (a relay log
+  carries the source server's after its own) that frames the events
+  differently (checksums, header or post-header lengths) governs the splits
+  after it: they are read from that event on (``read_from``) and the events
+  before ``start`` are read but dropped. Servers write one per file, so this
+  costs nothing for their binlogs;
+* a file that ends inside a transaction (it is still being written): the
+  splits stop at the last complete transaction and the plan's
+  ``resume_position`` for the file is where the unfinished one starts, the
+  position the next run reads the file from. Otherwise it is the file's size
+  at planning time. A transaction cut short in the middle of the file (a GTID
+  event while another transaction is open) is kept in its split, flagged
+  incomplete by the scan.
+
+A file that ends inside an *event* is not a file being written but a broken
+one: the scan raises the reader's located :class:`~binlog_codec.errors.TruncatedError`.
+
+:func:`split_rows` and :func:`split_transactions` read one split, as the
+executors do: the row changes of :func:`~binlog_codec.rows.read_rows` and the
+transactions of the scan whose position is inside the split. Decoding every
+split of a file in order gives exactly ``read_rows`` of the file's complete
+part (the flavour, which ``read_rows`` takes from the file's first format
+description, is carried by the split).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Iterable, Iterator, Sequence
+
+from binlog_codec.event_types import EventType
+from binlog_codec.reader import BinlogReader, FormatDescription
+from binlog_codec.rows import RowRecord, read_rows
+from binlog_codec.transactions import Transaction, scan_transactions
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TARGET_BYTES = 64 << 20
+_FORMAT_EVENTS = (EventType.FORMAT_DESCRIPTION, EventType.START_V3)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Transactions ``[start, end)`` of the file at ``path``: the ``index``-th split of its plan.
+
+    ``read_from`` is where reading starts: ``start``, or the later format
+    description the split is framed by (see the module docstring). ``flavour``
+    is the file's (``mysql`` or ``mariadb``), ``transactions`` how many the scan found.
+    """
+
+    path: str
+    start: int
+    end: int
+    index: int
+    read_from: int
+    flavour: str
+    transactions: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+    @property
+    def file_name(self) -> str:
+        return PurePath(self.path).name
+
+    @property
+    def stem(self) -> str:
+        """``<file name>-<start>-<end>``: names what is staged from the split, the same on every run."""
+        return f"{self.file_name}-{self.start}-{self.end}"
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    """One file of a plan: its size when planned, its splits and where the next run resumes."""
+
+    path: str
+    size: int
+    splits: tuple[Split, ...]
+    resume_position: int
+    flavour: str
+
+    @property
+    def transactions(self) -> int:
+        return sum(split.transactions for split in self.splits)
+
+    @property
+    def complete(self) -> bool:
+        """Whether the file ends with a complete transaction (nothing left for a later run)."""
+        return self.resume_position >= self.size
+
+
+class SplitPlan(list):
+    """The splits of every file, in file order (a list of :class:`Split`), and ``files``: each file's plan."""
+
+    def __init__(self, files: Sequence[FilePlan]) -> None:
+        super().__init__(split for plan in files for split in plan.splits)
+        self.files = list(files)
+
+    @property
+    def bytes(self) -> int:
+        return sum(split.size for split in self)
+
+    @property
+    def resume_positions(self) -> dict[str, int]:
+        """Per file path, the position the next run reads it from."""
+        return {plan.path: plan.resume_position for plan in self.files}
+
+
+# -- format descriptions ----------------------------------------------------------
+
+
+def _framing(fde: FormatDescription) -> tuple:
+    """What a format description changes about reading the events after it."""
+    return (fde.header_length, fde.post_header_lengths, fde.checksum_alg)
+
+
+def _gaps(transactions: Sequence[Transaction]) -> Iterator[tuple[int | None, int]]:
+    """The byte ranges before and between transactions (``None``: from the file's start)."""
+    previous: int | None = None
+    for transaction in transactions:
+        if previous is None or previous < transaction.start:
+            yield previous, transaction.start
+        previous = transaction.end
+
+
+def _formats(path: str, transactions: Sequence[Transaction]) -> tuple[str, list[tuple[int, bool]]]:
+    """The file's flavour, and each later format description as ``(position, frames differently)``.
+
+    Format descriptions are outside transactions: only the gaps are read.
+    """
+    first: FormatDescription | None = None
+    later: list[tuple[int, bool]] = []
+    for start, stop in _gaps(transactions):
+        for raw in BinlogReader(path, start_position=start, stop_position=stop, unwrap_payloads=False):
+            if raw.type_code not in _FORMAT_EVENTS:
+                continue
+            if first is None:
+                first = raw.fde
+            else:
+                later.append((raw.pos, _framing(raw.fde) != _framing(first)))
+    flavour = "mariadb" if first is not None and first.is_mariadb else "mysql"
+    return flavour, later
+
+
+def _read_from(start: int, later: list[tuple[int, bool]]) -> int:
+    """Where a split starting at ``start`` is read from: the later format description in force, if it frames differently."""
+    governing = [(position, differs) for position, differs in later if position < start]
+    if governing and governing[-1][1]:
+        return governing[-1][0]
+    return start
+
+
+# -- cutting ------------------------------------------------------------------------
+
+
+def _groups(transactions: Iterable[Transaction], target_bytes: int) -> Iterator[list[Transaction]]:
+    """Consecutive transactions in groups of at most ``target_bytes`` from the first's start
+    to the last's end, each group at least one transaction."""
+    group: list[Transaction] = []
+    for transaction in transactions:
+        if group and transaction.end - group[0].start > target_bytes:
+            yield group
+            group = []
+        group.append(transaction)
+    if group:
+        yield group
+
+
+def plan_file(path: str | os.PathLike[str], target_bytes: int = DEFAULT_TARGET_BYTES, first_index: int = 0) -> FilePlan:
+    """Plan one file; its splits are numbered from ``first_index``."""
+    path = os.fspath(path)
+    size = os.stat(path).st_size
+    transactions = list(scan_transactions(path, stop_position=size))
+    resume = size
+    if transactions and not transactions[-1].complete:
+        resume = transactions.pop().start
+    flavour, later = _formats(path, transactions)
+    if any(differs for _, differs in later):
+        log.warning("%s: a later format description frames events differently; splits after it re-read from it", path)
+    splits = tuple(
+        Split(path, group[0].start, group[-1].end, first_index + number,
+              _read_from(group[0].start, later), flavour, len(group))
+        for number, group in enumerate(_groups(transactions, target_bytes))
+    )
+    log.debug("%s: %d bytes, %d transactions in %d splits, resume at %d", path, size, len(transactions), len(splits), resume)
+    return FilePlan(path, size, splits, resume, flavour)
+
+
+def _check_names(files: Sequence[str]) -> None:
+    """Staged files are named after the binlog file's name: two inputs may not share one."""
+    names: dict[str, str] = {}
+    for path in files:
+        name = PurePath(path).name
+        if name in names:
+            raise ValueError(f"{path} and {names[name]} have the same file name {name!r}; decode them separately")
+        names[name] = path
+
+
+def plan_splits(files: Iterable[str | os.PathLike[str]], target_bytes: int = DEFAULT_TARGET_BYTES) -> SplitPlan:
+    """Cut ``files`` (in log order) into splits of about ``target_bytes``; see the module docstring.
+
+    Raises the reader's located :class:`~binlog_codec.errors.BinlogError` for a
+    file whose framing is broken, ``ValueError`` for a target below one byte or
+    two files of the same name.
+    """
+    if target_bytes < 1:
+        raise ValueError(f"target_bytes must be at least 1, not {target_bytes}")
+    paths = [os.fspath(file) for file in files]
+    _check_names(paths)
+    plans: list[FilePlan] = []
+    for path in paths:
+        plans.append(plan_file(path, target_bytes, sum(len(plan.splits) for plan in plans)))
+    plan = SplitPlan(plans)
+    log.info(
+        "planned %d files: %d splits, %d transactions, %d bytes (target %d bytes per split)",
+        len(plans), len(plan), sum(p.transactions for p in plans), plan.bytes, target_bytes,
+    )
+    return plan
+
+
+# -- reading a split ------------------------------------------------------------------
+
+
+def split_rows(split: Split, **options) -> Iterator[RowRecord]:
+    """The row changes of ``split``, in log order, as :func:`~binlog_codec.rows.read_rows` reads them."""
+    records = read_rows(
+        split.path, flavour=split.flavour, start_position=split.read_from, stop_position=split.end, **options
+    )
+    for record in records:
+        if record.pos >= split.start:
+            yield record
+
+
+def split_transactions(split: Split) -> Iterator[Transaction]:
+    """The transactions of ``split``, in order, as the scan finds them."""
+    for transaction in scan_transactions(split.path, start_position=split.read_from, stop_position=split.end):
+        if transaction.start >= split.start:
+            yield transaction
