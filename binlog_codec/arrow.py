@@ -483,6 +483,7 @@ class ImageBatchBuilder:
         self.schema_id = schema_id(table, flavour)
         self._mappings = {column.display_name: column_mapping(column, flavour) for column in table.columns}
         self._rows: list[dict[str, Any]] = []
+        self._file: tuple[str, str, int | None] = ("", "", None)  # the last file seen: path, name, sequence
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -499,10 +500,12 @@ class ImageBatchBuilder:
         unrepresentable: dict[str, str] = {}
         row = self._image({name: value for name, value in after.items() if name not in diffs}, "", unrepresentable)
         before = None if change.before is None else self._image(change.before, BEFORE_PREFIX, unrepresentable)
+        if record.file != self._file[0]:
+            self._file = (record.file, PurePath(record.file).name, binlog_seq(record.file))
         row.update(
             _op=OPERATIONS[record.kind],
-            _binlog_file=PurePath(record.file).name,
-            _binlog_seq=binlog_seq(record.file),
+            _binlog_file=self._file[1],
+            _binlog_seq=self._file[2],
             _binlog_pos=record.pos,
             _binlog_inner_offset=record.inner_offset,
             _row_index=record.row_index,
