@@ -25,8 +25,13 @@ cuts the file into :class:`Split` ranges of about ``target_bytes``:
   event while another transaction is open) is kept in its split, flagged
   incomplete by the scan.
 
-A file that ends inside an *event* is not a file being written but a broken
-one: the scan raises the reader's located :class:`~binlog_codec.errors.TruncatedError`.
+The events of an unfinished transaction at the end are decoded once while
+planning: a server writing a file never leaves a corrupt event behind, so one
+is an error of the file, not a wait for the next run. It is kept as the file
+plan's ``tail_error`` (the decoder raises it unless a split before it fails
+first). A file that ends inside an *event* is not a file being written but a
+broken one: the scan raises the reader's located
+:class:`~binlog_codec.errors.TruncatedError`.
 
 :func:`split_rows` and :func:`split_transactions` read one split, as the
 executors do: the row changes of :func:`~binlog_codec.rows.read_rows` and the
@@ -44,7 +49,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Iterable, Iterator, Sequence
 
+from binlog_codec.errors import BinlogError
 from binlog_codec.event_types import EventType
+from binlog_codec.events import decode
 from binlog_codec.reader import BinlogReader, FormatDescription
 from binlog_codec.rows import RowRecord, read_rows
 from binlog_codec.transactions import Transaction, scan_transactions
@@ -88,13 +95,15 @@ class Split:
 
 @dataclass(frozen=True)
 class FilePlan:
-    """One file of a plan: its size when planned, its splits and where the next run resumes."""
+    """One file of a plan: its size when planned, its splits and where the next run resumes;
+    ``tail_error``: the located error of a corrupt event after the last complete transaction."""
 
     path: str
     size: int
     splits: tuple[Split, ...]
     resume_position: int
     flavour: str
+    tail_error: BinlogError | None = None
 
     @property
     def transactions(self) -> int:
@@ -183,15 +192,29 @@ def _groups(transactions: Iterable[Transaction], target_bytes: int) -> Iterator[
         yield group
 
 
+def _error_in(path: str, start: int, stop: int, later: list[tuple[int, bool]]) -> BinlogError | None:
+    """The located error of the first event in ``[start, stop)`` that does not decode, if any."""
+    try:
+        for raw in BinlogReader(path, start_position=_read_from(start, later), stop_position=stop):
+            if raw.pos >= start:
+                decode(raw)
+    except BinlogError as exc:
+        return exc
+    return None
+
+
 def plan_file(path: str | os.PathLike[str], target_bytes: int = DEFAULT_TARGET_BYTES, first_index: int = 0) -> FilePlan:
     """Plan one file; its splits are numbered from ``first_index``."""
     path = os.fspath(path)
     size = os.stat(path).st_size
     transactions = list(scan_transactions(path, stop_position=size))
-    resume = size
-    if transactions and not transactions[-1].complete:
-        resume = transactions.pop().start
+    unfinished = transactions.pop() if transactions and not transactions[-1].complete else None
     flavour, later = _formats(path, transactions)
+    resume, tail_error = size, None
+    if unfinished is not None:
+        resume, tail_error = unfinished.start, _error_in(path, unfinished.start, size, later)
+        if tail_error is not None:
+            log.warning("after the last complete transaction: %s", tail_error)
     if any(differs for _, differs in later):
         log.warning("%s: a later format description frames events differently; splits after it re-read from it", path)
     splits = tuple(
@@ -200,7 +223,7 @@ def plan_file(path: str | os.PathLike[str], target_bytes: int = DEFAULT_TARGET_B
         for number, group in enumerate(_groups(transactions, target_bytes))
     )
     log.debug("%s: %d bytes, %d transactions in %d splits, resume at %d", path, size, len(transactions), len(splits), resume)
-    return FilePlan(path, size, splits, resume, flavour)
+    return FilePlan(path, size, splits, resume, flavour, tail_error)
 
 
 def _check_names(files: Sequence[str]) -> None:

@@ -5,8 +5,9 @@
 * Decoding every split of a file in order gives exactly ``read_rows`` of the
   file's complete part, with one transaction per split and with one split per file.
 * A file that ends inside a transaction is planned up to the last complete
-  one, and the plan says where the next run resumes; one that ends inside an
-  event is a located error.
+  one, and the plan says where the next run resumes; a corrupt event in that
+  unfinished transaction is kept as the file's error; a file that ends inside
+  an event is a located error.
 * A later format description that frames events differently governs the
   splits after it.
 """
@@ -17,7 +18,7 @@ import dataclasses
 
 import pytest
 
-from binlog_codec.errors import BinlogError, TruncatedError
+from binlog_codec.errors import BinlogError, CorruptEventError, TruncatedError
 from binlog_codec.reader import BinlogReader
 from binlog_codec.rows import read_rows
 from binlog_codec.transactions import scan_transactions
@@ -72,6 +73,7 @@ def test_a_file_of_complete_transactions_resumes_at_its_end(name):
         assert file_plan.resume_position == transactions[-1].start and not file_plan.complete
     else:
         assert file_plan.resume_position == path(name).stat().st_size and file_plan.complete
+    assert file_plan.tail_error is None
 
 
 def test_fixtures_that_end_inside_a_transaction():
@@ -79,6 +81,14 @@ def test_fixtures_that_end_inside_a_transaction():
     assert (padding.splits, padding.resume_position, padding.size) == ((), 216, 1294)  # ends right after BEGIN
     statements = only_file(plan_splits([path("blackbeam__rust_mysql_common/ver_5_1-wl2325_s.001")]))
     assert (statements.splits, statements.resume_position) == ((), 102)  # BEGIN, never committed
+
+
+def test_a_corrupt_event_after_the_last_complete_transaction_is_kept_as_the_tail_error():
+    name = "blackbeam__rust_mysql_common/corrupt-relay-bin.000624"  # BEGIN, INTVAR, a QUERY of garbage, ROTATE
+    file_plan = only_file(plan_splits([path(name)]))
+    assert file_plan.resume_position == 91117 and file_plan.splits[-1].end == 91117
+    error = file_plan.tail_error
+    assert isinstance(error, CorruptEventError) and (error.file, error.position) == (str(path(name)), 91204)
 
 
 def _events(name: str):
