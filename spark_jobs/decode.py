@@ -1,0 +1,535 @@
+"""Decode: binlog files into staged Parquet row images, table versions and a transaction index.
+
+:func:`decode` plans the splits on the driver (:mod:`spark_jobs.splits`) and
+runs one Spark task per split. A task decodes its split with ``binlog_codec``
+and writes Parquet itself; what comes back through Spark is one small Arrow
+summary row per split (``mapInArrow``), never a row change. The staging folder
+then holds::
+
+    images/<db>/<table>/schema_id=<id>/part-<file>-<start>-<end>.parquet
+        the row changes of one table version in one split, in log order, as
+        binlog_codec.arrow.ImageBatchBuilder builds them (the warehouse's change
+        columns, _schema_id and _binlog_inner_offset included)
+    transactions/part-<file>-<start>-<end>.parquet
+        one row per transaction of the split (TRANSACTION_SCHEMA): file, start
+        and end position, GTID, XID, commit time (the timestamp of the XID or
+        COMMIT event that ends it, or of the statement that is a transaction of
+        its own), server id, row counts per table
+    table_schemas/part-<first file>-<start>-<last file>-<end>.parquet
+        one row per table version seen (binlog_codec.arrow.TABLE_SCHEMA):
+        columns with exact SQL type, nullability, signedness, charset and
+        collation, ENUM/SET values, geometry type, visibility, primary key
+        with prefixes, metadata level, first and last row position, rows
+
+``<file>`` is the binlog file's name and ``<start>-<end>`` the split's byte
+range, so decoding the same input again gives the same names (and the same
+bytes). ``<db>`` and ``<table>`` are percent-encoded where they hold
+characters a path cannot (``/``, ``.``, ...).
+
+Nothing is visible until every split is decoded: tasks write under
+``_temporary/<run>/`` in the staging folder, and the driver moves the files
+into place once the whole job has succeeded. When a split fails to decode, the
+driver raises the ``binlog_codec`` error of the first failing split in log
+order (same class, file, position, event type; a corrupt event in a file's
+unfinished last transaction, found while planning, counts as the file's last
+split) and removes the temporary folder; the staging folder is left as it
+was. A file whose framing is broken fails already in planning, on the driver. The staging folder is
+scratch space: anything a crash leaves in ``_temporary`` can be thrown away,
+and what is published comes from :class:`DecodeResult`, not from listing it.
+
+Executors write to the staging folder directly: it must be a folder every
+executor can reach (any local folder with a local master; a shared mount on a
+cluster).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from binlog_codec import errors
+from binlog_codec.arrow import TABLE_SCHEMA, UNSIGNED_BIGINT, ImageBatchBuilder, binlog_seq, table_schema_row
+from binlog_codec.event_types import EventType
+from binlog_codec.events import decode as decode_event
+from binlog_codec.reader import BinlogReader, EventHeader
+from binlog_codec.rows import RowRecord
+from binlog_codec.table_map import TableMap
+from binlog_codec.transactions import Transaction
+
+from .splits import DEFAULT_TARGET_BYTES, FilePlan, Split, SplitPlan, plan_splits, split_rows, split_transactions
+
+log = logging.getLogger(__name__)
+
+BATCH_ROWS = 50_000  # rows of one table version buffered before they are written
+TEMPORARY = "_temporary"
+IMAGES, TRANSACTIONS, TABLE_SCHEMAS = "images", "transactions", "table_schemas"
+
+_TABLE_ROWS = pa.struct([
+    pa.field("database", pa.string(), nullable=False),
+    pa.field("table", pa.string(), nullable=False),
+    pa.field("rows", pa.int64(), nullable=False),
+])
+TRANSACTION_SCHEMA = pa.schema([
+    pa.field("file", pa.string(), nullable=False),
+    pa.field("seq", pa.int64()),
+    pa.field("start", pa.int64(), nullable=False),
+    pa.field("end", pa.int64(), nullable=False),
+    pa.field("gtid", pa.string()),
+    pa.field("xid", UNSIGNED_BIGINT),
+    pa.field("commit_ts", pa.timestamp("us", tz="UTC")),
+    pa.field("server_id", pa.int64()),
+    pa.field("complete", pa.bool_(), nullable=False),
+    pa.field("events", pa.int32(), nullable=False),
+    pa.field("rows", pa.int64(), nullable=False),
+    pa.field("rows_per_table", pa.list_(_TABLE_ROWS), nullable=False),
+])
+
+_VERSION = pa.struct([
+    pa.field("database", pa.string()),
+    pa.field("table", pa.string()),
+    pa.field("schema_id", pa.string()),
+    pa.field("rows", pa.int64()),
+    pa.field("path", pa.string()),
+    pa.field("first_pos", pa.int64()),
+    pa.field("first_inner_offset", pa.int64()),
+    pa.field("last_pos", pa.int64()),
+    pa.field("last_inner_offset", pa.int64()),
+    pa.field("table_schema", pa.string()),
+])
+_ERROR = pa.struct([
+    pa.field("kind", pa.string()),
+    pa.field("message", pa.string()),
+    pa.field("file", pa.string()),
+    pa.field("position", pa.int64()),
+    pa.field("event_type", pa.string()),
+    pa.field("inner_offset", pa.int64()),
+])
+# What a task sends back about its split.
+SUMMARY_SCHEMA = pa.schema([
+    pa.field("split", pa.int64()),
+    pa.field("transactions", pa.int64()),
+    pa.field("rows", pa.int64()),
+    pa.field("seconds", pa.float64()),
+    pa.field("transactions_path", pa.string()),
+    pa.field("versions", pa.list_(_VERSION)),
+    pa.field("error", _ERROR),
+])
+
+
+@dataclass
+class DecodeResult:
+    """What :func:`decode` staged. Paths are absolute; tables are ``(database, table)``."""
+
+    staging_dir: str
+    files: list[FilePlan]
+    splits: int
+    bytes: int
+    transactions: int
+    rows: dict[tuple[str, str], int] = field(default_factory=dict)
+    images: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    schema_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    transaction_files: list[str] = field(default_factory=list)
+    table_schemas: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def total_rows(self) -> int:
+        return sum(self.rows.values())
+
+    @property
+    def resume_positions(self) -> dict[str, int]:
+        """Per input file, the position the next run reads it from (see :mod:`spark_jobs.splits`)."""
+        return {plan.path: plan.resume_position for plan in self.files}
+
+    @property
+    def megabytes_per_second(self) -> float:
+        return self.bytes / 1e6 / self.seconds if self.seconds else 0.0
+
+
+# -- executors: one split ---------------------------------------------------------
+
+
+def _path_part(name: str) -> str:
+    """A database or table name as one path component (``/``, ``.``, ``%`` and the like percent-encoded)."""
+    return quote(name, safe=" $-_@").replace(".", "%2E") or "%00"
+
+
+def _position(record: RowRecord) -> tuple[int, int]:
+    return record.pos, -1 if record.inner_offset is None else record.inner_offset
+
+
+def _offset(value: int) -> int | None:
+    return None if value < 0 else value
+
+
+class _VersionFile:
+    """The Parquet file of one table version's rows in one split, written in batches."""
+
+    def __init__(self, table: TableMap, split: Split, work_dir: Path, batch_rows: int) -> None:
+        self.builder = ImageBatchBuilder(table, split.flavour)
+        self.table = table
+        self.flavour = split.flavour
+        self.relative = "/".join([
+            IMAGES, _path_part(table.database), _path_part(table.table),
+            f"schema_id={self.builder.schema_id}", f"part-{split.stem}.parquet",
+        ])
+        self.target = work_dir / self.relative
+        self.temporary = self.target.with_name(f"{self.target.name}.{uuid.uuid4().hex}.tmp")
+        self.batch_rows = batch_rows
+        self.rows = 0
+        self.first: tuple[int, int] | None = None
+        self.last: tuple[int, int] | None = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def append(self, record: RowRecord) -> None:
+        self.builder.append(record)
+        self.rows += 1
+        self.last = _position(record)
+        self.first = self.first or self.last
+        if len(self.builder) >= self.batch_rows:
+            self._write()
+
+    def _write(self) -> None:
+        if self._writer is None:
+            self.target.parent.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(self.temporary, self.builder.schema)
+        self._writer.write_batch(self.builder.flush())
+
+    def close(self) -> dict[str, Any]:
+        """Write the rest, put the file in place; its entry of the task summary."""
+        self._write()
+        self._writer.close()
+        os.replace(self.temporary, self.target)
+        return {
+            "database": self.table.database,
+            "table": self.table.table,
+            "schema_id": self.builder.schema_id,
+            "rows": self.rows,
+            "path": self.relative,
+            "first_pos": self.first[0],
+            "first_inner_offset": _offset(self.first[1]),
+            "last_pos": self.last[0],
+            "last_inner_offset": _offset(self.last[1]),
+            "table_schema": json.dumps(table_schema_row(self.table, self.flavour)),
+        }
+
+    def discard(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        self.temporary.unlink(missing_ok=True)
+
+
+class _ImageFiles:
+    """The image files of one split, one per table version."""
+
+    def __init__(self, split: Split, work_dir: Path, batch_rows: int) -> None:
+        self.split = split
+        self.work_dir = work_dir
+        self.batch_rows = batch_rows
+        self._by_map: dict[int, tuple[TableMap, _VersionFile]] = {}  # the map is kept so its id stays its own
+        self._by_schema: dict[str, _VersionFile] = {}
+
+    def append(self, record: RowRecord) -> None:
+        found = self._by_map.get(id(record.table_map))
+        if found is None:
+            found = self._by_map[id(record.table_map)] = (record.table_map, self._file(record.table_map))
+        found[1].append(record)
+
+    def _file(self, table: TableMap) -> _VersionFile:
+        candidate = _VersionFile(table, self.split, self.work_dir, self.batch_rows)
+        return self._by_schema.setdefault(candidate.builder.schema_id, candidate)
+
+    def close(self) -> list[dict[str, Any]]:
+        return [version.close() for version in self._by_schema.values()]
+
+    def discard(self) -> None:
+        for version in self._by_schema.values():
+            version.discard()
+
+
+def _commit_events(split: Split, ends: set[int]) -> dict[int, tuple[EventHeader, int | None]]:
+    """Per transaction end: the header of the event that ends it and its XID.
+
+    The last event ending at a transaction's end is the one that ends it; in a
+    compressed transaction that is the last event inside the payload (its XID).
+    """
+    found: dict[int, tuple[EventHeader, int | None]] = {}
+    for raw in BinlogReader(split.path, start_position=split.read_from, stop_position=split.end):
+        if raw.end_pos in ends and raw.pos >= split.start:
+            xid = decode_event(raw).xid if raw.type_code == EventType.XID else None
+            found[raw.end_pos] = (raw.header, xid)
+    return found
+
+
+class _TransactionIndex:
+    """The transactions of one split and the rows of each, counted per table."""
+
+    def __init__(self, split: Split) -> None:
+        self.split = split
+        self.transactions: list[Transaction] = list(split_transactions(split))
+        self.counts: list[Counter] = [Counter() for _ in self.transactions]
+        self._current = 0
+
+    def count(self, record: RowRecord) -> None:
+        while record.pos >= self.transactions[self._current].end:
+            self._current += 1
+        self.counts[self._current][(record.database, record.table)] += 1
+
+    def rows(self) -> list[dict[str, Any]]:
+        commits = _commit_events(self.split, {t.end for t in self.transactions})
+        name, seq = self.split.file_name, binlog_seq(self.split.path)
+        return [
+            _transaction_row(name, seq, transaction, commits.get(transaction.end), counts)
+            for transaction, counts in zip(self.transactions, self.counts)
+        ]
+
+    def write(self, work_dir: Path) -> str:
+        relative = f"{TRANSACTIONS}/part-{self.split.stem}.parquet"
+        _write_table(pa.Table.from_pylist(self.rows(), schema=TRANSACTION_SCHEMA), work_dir / relative)
+        return relative
+
+
+def _transaction_row(
+    name: str, seq: int | None, transaction: Transaction, commit: tuple[EventHeader, int | None] | None, counts: Counter
+) -> dict[str, Any]:
+    header, xid = commit or (None, None)
+    return {
+        "file": name,
+        "seq": seq,
+        "start": transaction.start,
+        "end": transaction.end,
+        "gtid": transaction.gtid,
+        "xid": xid,
+        "commit_ts": None if header is None else header.timestamp * 1_000_000,
+        "server_id": None if header is None else header.server_id,
+        "complete": transaction.complete,
+        "events": transaction.events,
+        "rows": sum(counts.values()),
+        "rows_per_table": [{"database": db, "table": table, "rows": rows} for (db, table), rows in counts.items()],
+    }
+
+
+def _write_table(table: pa.Table, target: Path) -> None:
+    """Write ``table`` to ``target`` through a temporary name, so that a reader never sees half a file."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")
+    pq.write_table(table, temporary)
+    os.replace(temporary, target)
+
+
+def _error_fields(exc: errors.BinlogError) -> dict[str, Any]:
+    return {
+        "kind": type(exc).__name__,
+        "message": exc.message,
+        "file": exc.file,
+        "position": exc.position,
+        "event_type": exc.event_type,
+        "inner_offset": exc.inner_offset,
+    }
+
+
+def decode_split(split: Split, work_dir: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> dict[str, Any]:
+    """Decode one split into ``work_dir`` (paths in the summary are relative to it).
+
+    A ``binlog_codec`` error is returned in the summary's ``error`` (and the
+    split's files are removed), so that the driver can raise it as it was.
+    """
+    started = time.perf_counter()
+    work = Path(work_dir)
+    images = _ImageFiles(split, work, batch_rows)
+    summary: dict[str, Any] = {"split": split.index, "transactions": 0, "rows": 0, "versions": []}
+    try:
+        index = _TransactionIndex(split)
+        for record in split_rows(split):
+            images.append(record)
+            index.count(record)
+        summary["versions"] = images.close()
+        summary["transactions_path"] = index.write(work)
+        summary["transactions"] = len(index.transactions)
+        summary["rows"] = sum(version["rows"] for version in summary["versions"])
+    except errors.BinlogError as exc:
+        images.discard()
+        summary.update(versions=[], error=_error_fields(exc))
+        log.warning("split %d failed: %s", split.index, exc)
+    summary["seconds"] = time.perf_counter() - started
+    log.info("split %d (%s %d-%d): %d rows in %.2fs", split.index, split.file_name, split.start, split.end,
+             summary["rows"], summary["seconds"])
+    return summary
+
+
+def _decode_tasks(
+    batches: Iterable[pa.RecordBatch], splits: list[Split], work_dir: str, batch_rows: int
+) -> Iterator[pa.RecordBatch]:
+    """The ``mapInArrow`` function: split ids in, one summary row per split out."""
+    for batch in batches:
+        for index in batch.column("id").to_pylist():
+            summary = decode_split(splits[index], work_dir, batch_rows)
+            yield pa.RecordBatch.from_pylist([summary], schema=SUMMARY_SCHEMA)
+
+
+# -- driver ---------------------------------------------------------------------------
+
+
+def _run_tasks(spark, plan: SplitPlan, work_dir: Path, batch_rows: int) -> list[dict[str, Any]]:
+    """One task per split; the summaries, in split order."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    task = functools.partial(_decode_tasks, splits=list(plan), work_dir=str(work_dir), batch_rows=batch_rows)
+    frame = spark.range(len(plan), numPartitions=len(plan))
+    summaries = frame.mapInArrow(task, from_arrow_schema(SUMMARY_SCHEMA)).toArrow().to_pylist()
+    return sorted(summaries, key=lambda summary: summary["split"])
+
+
+def _as_error(failed: dict[str, Any]) -> errors.BinlogError:
+    """A task's error as the ``binlog_codec`` class that raised it."""
+    kind = getattr(errors, failed["kind"], None)
+    if not (isinstance(kind, type) and issubclass(kind, errors.BinlogError)):
+        kind = errors.BinlogError
+    return kind(
+        failed["message"],
+        file=failed["file"],
+        position=failed["position"],
+        event_type=failed["event_type"],
+        inner_offset=failed["inner_offset"],
+    )
+
+
+def _first_error(plan: SplitPlan, summaries: list[dict[str, Any]]) -> errors.BinlogError | None:
+    """The first error in log order: of a split, or of the unfinished tail of a file."""
+    failed = {summary["split"]: summary["error"] for summary in summaries if summary["error"] is not None}
+    for file_plan in plan.files:
+        for split in file_plan.splits:
+            if split.index in failed:
+                return _as_error(failed[split.index])
+        if file_plan.tail_error is not None:
+            return file_plan.tail_error
+    return None
+
+
+def _table_schema_rows(plan: SplitPlan, summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per table version: its definition, the first and last row seen, the rows."""
+    rows: dict[str, dict[str, Any]] = {}
+    for summary in summaries:  # in log order
+        split = plan[summary["split"]]
+        place = {"file": split.file_name, "seq": binlog_seq(split.path)}
+        for version in summary["versions"]:
+            last = {**place, "pos": version["last_pos"], "inner_offset": version["last_inner_offset"]}
+            row = rows.get(version["schema_id"])
+            if row is None:
+                first = {**place, "pos": version["first_pos"], "inner_offset": version["first_inner_offset"]}
+                row = rows[version["schema_id"]] = json.loads(version["table_schema"])
+                row.update({f"first_{key}": value for key, value in first.items()}, rows=0)
+            row.update({f"last_{key}": value for key, value in last.items()})
+            row["rows"] += version["rows"]
+    return list(rows.values())
+
+
+def _write_table_schemas(plan: SplitPlan, summaries: list[dict[str, Any]], work_dir: Path) -> str | None:
+    rows = _table_schema_rows(plan, summaries)
+    if not rows:
+        return None
+    first, last = plan[0], plan[-1]
+    relative = f"{TABLE_SCHEMAS}/part-{first.file_name}-{first.start}-{last.file_name}-{last.end}.parquet"
+    _write_table(pa.Table.from_pylist(rows, schema=TABLE_SCHEMA), work_dir / relative)
+    return relative
+
+
+def _move_into(work_dir: Path, staging: Path) -> None:
+    """Every file of the run's temporary folder to the same place in the staging folder."""
+    for source in sorted(p for p in work_dir.rglob("*") if p.is_file()):
+        target = staging / source.relative_to(work_dir)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+
+
+def _result(plan: SplitPlan, summaries: list[dict[str, Any]], staging: Path, schemas: str | None) -> DecodeResult:
+    result = DecodeResult(
+        staging_dir=str(staging),
+        files=plan.files,
+        splits=len(plan),
+        bytes=plan.bytes,
+        transactions=sum(summary["transactions"] for summary in summaries),
+        transaction_files=[str(staging / summary["transactions_path"]) for summary in summaries],
+        table_schemas=None if schemas is None else str(staging / schemas),
+    )
+    for summary in summaries:
+        for version in summary["versions"]:
+            key = (version["database"], version["table"])
+            result.rows[key] = result.rows.get(key, 0) + version["rows"]
+            result.images.setdefault(key, []).append(str(staging / version["path"]))
+            ids = result.schema_ids.setdefault(key, [])
+            if version["schema_id"] not in ids:
+                ids.append(version["schema_id"])
+    return result
+
+
+def _log_result(result: DecodeResult) -> None:
+    log.info(
+        "decoded %d files, %d splits, %d bytes: %d transactions, %d rows of %d tables in %.2fs (%.2f MB/s)",
+        len(result.files), result.splits, result.bytes, result.transactions, result.total_rows,
+        len(result.rows), result.seconds, result.megabytes_per_second,
+    )
+    for (database, table), rows in sorted(result.rows.items()):
+        log.info("  %s.%s: %d rows, %d table versions", database, table, rows, len(result.schema_ids[database, table]))
+    for plan in result.files:
+        if not plan.complete:
+            log.info("  %s ends inside a transaction: resume at %d of %d bytes", plan.path, plan.resume_position, plan.size)
+
+
+def decode(
+    spark,
+    files: Iterable[str | os.PathLike[str]],
+    staging_dir: str | os.PathLike[str],
+    target_bytes: int = DEFAULT_TARGET_BYTES,
+    *,
+    batch_rows: int = BATCH_ROWS,
+) -> DecodeResult:
+    """Decode ``files`` (in log order) into ``staging_dir``; see the module docstring.
+
+    Raises the ``binlog_codec`` error of the first split (or file) that cannot
+    be decoded; nothing new is then visible in ``staging_dir``.
+    """
+    started = time.monotonic()
+    staging = Path(staging_dir).resolve()
+    plan = plan_splits(files, target_bytes)
+    work_dir = staging / TEMPORARY / uuid.uuid4().hex
+    summaries: list[dict[str, Any]] = []
+    schemas = None
+    try:
+        if plan:
+            log.info("decoding %d splits of %d files (%d bytes)", len(plan), len(plan.files), plan.bytes)
+            summaries = _run_tasks(spark, plan, work_dir, batch_rows)
+        error = _first_error(plan, summaries)
+        if error is not None:
+            raise error
+        if plan:
+            schemas = _write_table_schemas(plan, summaries, work_dir)
+            _move_into(work_dir, staging)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+        _remove_if_empty(staging / TEMPORARY)
+    result = _result(plan, summaries, staging, schemas)
+    result.seconds = time.monotonic() - started
+    _log_result(result)
+    return result
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
