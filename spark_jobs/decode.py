@@ -59,6 +59,7 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlog_codec import errors
 from binlog_codec.arrow import TABLE_SCHEMA, UNSIGNED_BIGINT, ImageBatchBuilder, binlog_seq, table_schema_row
@@ -167,14 +168,6 @@ def _path_part(name: str) -> str:
     return quote(name, safe=" $-_@").replace(".", "%2E") or "%00"
 
 
-def _position(record: RowRecord) -> tuple[int, int]:
-    return record.pos, -1 if record.inner_offset is None else record.inner_offset
-
-
-def _offset(value: int) -> int | None:
-    return None if value < 0 else value
-
-
 class _VersionFile:
     """The Parquet file of one table version's rows in one split, written in batches."""
 
@@ -190,15 +183,16 @@ class _VersionFile:
         self.temporary = self.target.with_name(f"{self.target.name}.{uuid.uuid4().hex}.tmp")
         self.batch_rows = batch_rows
         self.rows = 0
-        self.first: tuple[int, int] | None = None
-        self.last: tuple[int, int] | None = None
+        self.first: tuple[int, int | None] | None = None  # (position, inner offset) of the first row
+        self.last: tuple[int, int | None] | None = None
         self._writer: pq.ParquetWriter | None = None
 
     def append(self, record: RowRecord) -> None:
         self.builder.append(record)
         self.rows += 1
-        self.last = _position(record)
-        self.first = self.first or self.last
+        self.last = (record.pos, record.inner_offset)
+        if self.first is None:
+            self.first = self.last
         if len(self.builder) >= self.batch_rows:
             self._write()
 
@@ -220,9 +214,9 @@ class _VersionFile:
             "rows": self.rows,
             "path": self.relative,
             "first_pos": self.first[0],
-            "first_inner_offset": _offset(self.first[1]),
+            "first_inner_offset": self.first[1],
             "last_pos": self.last[0],
-            "last_inner_offset": _offset(self.last[1]),
+            "last_inner_offset": self.last[1],
             "table_schema": json.dumps(table_schema_row(self.table, self.flavour)),
         }
 
@@ -385,8 +379,6 @@ def _decode_tasks(
 
 def _run_tasks(spark, plan: SplitPlan, work_dir: Path, batch_rows: int) -> list[dict[str, Any]]:
     """One task per split; the summaries, in split order."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     task = functools.partial(_decode_tasks, splits=list(plan), work_dir=str(work_dir), batch_rows=batch_rows)
     frame = spark.range(len(plan), numPartitions=len(plan))
     summaries = frame.mapInArrow(task, from_arrow_schema(SUMMARY_SCHEMA)).toArrow().to_pylist()

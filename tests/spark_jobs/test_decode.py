@@ -27,7 +27,7 @@ from binlog_codec.table_map import sql_type
 from binlog_codec.transactions import scan_transactions
 from fixture_facts import BAD_FILES, good_files, path
 from mariadb import binlog_of
-from spark_jobs.decode import TRANSACTION_SCHEMA, decode
+from spark_jobs.decode import TRANSACTION_SCHEMA, _path_part, decode
 
 KEY = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_binlog_inner_offset", "ascending"),
        ("_row_index", "ascending")]
@@ -225,6 +225,11 @@ def test_a_bad_file_fails_with_the_located_error_and_stages_nothing(spark, tmp_p
     assert (error.file, error.position, error.event_type) == (str(path(name)), position, event_type)
     assert str(path(name)) in str(error) and f"at {position}" in str(error)
     assert visible(tmp_path) == ["earlier.txt"] and not (tmp_path / "_temporary").exists()
+
+
+def test_database_and_table_names_are_one_path_component_each():
+    names = ["sakila", "a/b", "..", "x.y", "100%", "with space"]
+    assert [_path_part(name) for name in names] == ["sakila", "a%2Fb", "%2E%2E", "x%2Ey", "100%25", "with space"]
 
 
 @pytest.mark.integration
