@@ -54,7 +54,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Mapping
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -487,16 +487,18 @@ def decode(
     staging_dir: str | os.PathLike[str],
     target_bytes: int = DEFAULT_TARGET_BYTES,
     *,
+    start_positions: Mapping[str, int] | None = None,
     batch_rows: int = BATCH_ROWS,
 ) -> DecodeResult:
     """Decode ``files`` (in log order) into ``staging_dir``; see the module docstring.
+    ``start_positions``: per file path, the transaction boundary to start at (default 0).
 
     Raises the ``binlog_codec`` error of the first split (or file) that cannot
     be decoded; nothing new is then visible in ``staging_dir``.
     """
     started = time.monotonic()
     staging = Path(staging_dir).resolve()
-    plan = plan_splits(files, target_bytes)
+    plan = plan_splits(files, target_bytes, start_positions)
     work_dir = staging / TEMPORARY / uuid.uuid4().hex
     summaries: list[dict[str, Any]] = []
     schemas = None

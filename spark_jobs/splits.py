@@ -47,7 +47,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 from binlog_codec.errors import BinlogError
 from binlog_codec.event_types import EventType
@@ -203,11 +203,14 @@ def _error_in(path: str, start: int, stop: int, later: list[tuple[int, bool]]) -
     return None
 
 
-def plan_file(path: str | os.PathLike[str], target_bytes: int = DEFAULT_TARGET_BYTES, first_index: int = 0) -> FilePlan:
-    """Plan one file; its splits are numbered from ``first_index``."""
+def plan_file(
+    path: str | os.PathLike[str], target_bytes: int = DEFAULT_TARGET_BYTES, first_index: int = 0, start: int = 0
+) -> FilePlan:
+    """Plan one file from ``start`` (0 or a transaction boundary: where an earlier run stopped);
+    its splits are numbered from ``first_index``."""
     path = os.fspath(path)
     size = os.stat(path).st_size
-    transactions = list(scan_transactions(path, stop_position=size))
+    transactions = _from(path, list(scan_transactions(path, stop_position=size)), start)
     unfinished = transactions.pop() if transactions and not transactions[-1].complete else None
     flavour, later = _formats(path, transactions)
     resume, tail_error = size, None
@@ -226,6 +229,13 @@ def plan_file(path: str | os.PathLike[str], target_bytes: int = DEFAULT_TARGET_B
     return FilePlan(path, size, splits, resume, flavour, tail_error)
 
 
+def _from(path: str, transactions: list[Transaction], start: int) -> list[Transaction]:
+    """The transactions at or after ``start``, which must be where one starts or the last one ends."""
+    if start and start not in {t.start for t in transactions} | {t.end for t in transactions[-1:]}:
+        raise ValueError(f"{path}: position {start} is not a transaction boundary; cannot resume there")
+    return [t for t in transactions if t.start >= start]
+
+
 def _check_names(files: Sequence[str]) -> None:
     """Staged files are named after the binlog file's name: two inputs may not share one."""
     names: dict[str, str] = {}
@@ -236,8 +246,13 @@ def _check_names(files: Sequence[str]) -> None:
         names[name] = path
 
 
-def plan_splits(files: Iterable[str | os.PathLike[str]], target_bytes: int = DEFAULT_TARGET_BYTES) -> SplitPlan:
+def plan_splits(
+    files: Iterable[str | os.PathLike[str]],
+    target_bytes: int = DEFAULT_TARGET_BYTES,
+    start_positions: Mapping[str, int] | None = None,
+) -> SplitPlan:
     """Cut ``files`` (in log order) into splits of about ``target_bytes``; see the module docstring.
+    ``start_positions`` maps a file's path to where to start reading it (default 0).
 
     Raises the reader's located :class:`~binlog_codec.errors.BinlogError` for a
     file whose framing is broken, ``ValueError`` for a target below one byte or
@@ -249,7 +264,8 @@ def plan_splits(files: Iterable[str | os.PathLike[str]], target_bytes: int = DEF
     _check_names(paths)
     plans: list[FilePlan] = []
     for path in paths:
-        plans.append(plan_file(path, target_bytes, sum(len(plan.splits) for plan in plans)))
+        start = (start_positions or {}).get(path, 0)
+        plans.append(plan_file(path, target_bytes, sum(len(plan.splits) for plan in plans), start))
     plan = SplitPlan(plans)
     log.info(
         "planned %d files: %d splits, %d transactions, %d bytes (target %d bytes per split)",

@@ -161,3 +161,20 @@ def test_two_files_of_one_name_or_no_target_are_refused(tmp_path):
         plan_splits([path(CRC32), copy])
     with pytest.raises(ValueError, match="at least 1"):
         plan_splits([path(CRC32)], 0)
+
+
+@pytest.mark.parametrize("cut", [0, 1, 2, 7, -1])
+def test_planning_from_a_transaction_boundary_gives_the_rest_of_the_file(cut):
+    """Two runs, the second starting where the first stopped, read every row once."""
+    transactions = [t for t in scan_transactions(path(SAKILA)) if t.complete]
+    start = transactions[cut].start if cut >= 0 else transactions[-1].end
+    plan = plan_splits([path(SAKILA)], 700, {str(path(SAKILA)): start})
+    rest = [record for split in plan for record in split_rows(split)]
+    assert rest == [record for record in read_rows(path(SAKILA)) if record.pos >= start]
+    assert all(split.start >= start for split in plan) and (cut >= 0 or not plan)
+
+
+def test_a_start_that_is_no_transaction_boundary_is_refused():
+    first = next(t for t in scan_transactions(path(SAKILA)) if t.complete)
+    with pytest.raises(ValueError, match=f"position {first.start + 1} is not a transaction boundary"):
+        plan_splits([path(SAKILA)], start_positions={str(path(SAKILA)): first.start + 1})
