@@ -1,0 +1,1187 @@
+"""Materialize one source table: fold its row images onto the previous state of each key.
+
+The decode step stages a table's row changes as Parquet in the layout of
+:class:`binlog_codec.arrow.ImageBatchBuilder`: one row per row change, the
+after-image's columns, then the change columns (``_op`` ... ``_unrepresentable``).
+Under ``binlog_row_image=MINIMAL`` or ``NOBLOB`` an image carries only some of
+the table's columns (WL#5092, "SOLUTION" and "REQUIREMENTS / Logging", R1):
+
+==========  ==============================  =====================================
+option      before image                    after image
+==========  ==============================  =====================================
+minimal     PKE                             the columns a value was given for
+noblob      PKE + every non-blob column     those, and every non-blob column
+full        every column                    every column
+==========  ==============================  =====================================
+
+where the PKE ("Primary Key Equivalent") is the primary key, else a unique key
+whose columns are all NOT NULL, else every column. This step turns those images
+into whole rows the way a replica does ("DEFAULT VALUES", R2: an update is
+unpacked "on top of a row fetched from the storage engine"; fields without a
+value in the after-image "keep their previous value"), except that the row
+fetched is the previous state this step knows of the same key: the earlier change
+of the key in the same run, else the row of the table's ``current`` folder.
+
+Outputs, for one table, under a run folder laid out like the warehouse
+(ARCHITECTURE.md, "Warehouse contract"):
+
+* ``changes/<db>/<table>/commit_date=YYYY-MM-DD/<run>-<part>.parquet``: exactly
+  one row per row change, in log order, with the *full* after-image:
+
+  - insert (``c``, and a snapshot row ``r``): the columns it carries; a column it
+    does not carry got the server's DEFAULT, which the log does not say
+    (WL#5092 "DEFAULT VALUES", R1), so it is null and *incomplete*;
+  - update (``u``): the previous state of the key named by the before-image
+    (``_before``; a MINIMAL before-image holds just the PKE), overlaid with the
+    before-image's known values, overlaid with the after-image's columns
+    (``_present_columns``); a new key in the after-image moves the state to it;
+  - delete (``d``): the previous state overlaid with the before-image's known
+    values; the key leaves the state.
+
+  A column whose value cannot be known (no previous state holds it and no image
+  carries it) stays null and is named in ``_incomplete_columns`` (list of
+  strings, in column order): values are never invented. A before-image value is
+  *known* when it is not null, or when the column belongs to the key (the PKE is
+  always logged, WL#5092 "BLOBS" R1 and the tables above); a null non-key value
+  of a before-image may be a column the image did not carry, so it is not used.
+
+* ``current/<db>/<table>/<run>-<part>.parquet``: the latest row of every key
+  (deleted keys removed): the row of its last change, with that change's
+  contract columns; the rows of keys this run does not touch are copied.
+
+Partial JSON (WL#2955): a column in ``_partial_columns`` arrived as a diff
+(``_partial_diffs``) that this step does not apply yet. Its value stays the
+previous state's (so a reader sees the last whole document known) and the
+column is named in ``_incomplete_columns`` from then on, until a change carries
+the whole document again. A later step that applies diffs can rebuild those
+values from the previous state and ``_partial_diffs``.
+
+Zero dates and other values Parquet cannot hold travel with their value: a column
+taken from an earlier change (or from ``current``) keeps that change's
+``_unrepresentable`` text; a row's own ``_before.<column>`` entries stay with it.
+
+Keys. ``key_columns`` are the table's primary key (``TableMap.primary_key``; a
+unique NOT NULL key, the second PKE rule, is passed the same way);
+without one, every column is the key (the third PKE rule) and the state of a key
+is a multiset: indistinguishable rows may exist, and an update or delete takes
+one of them ("Should there be indistinguishable rows, searching and updating
+either one in any given order leads to a correct state"). Under a primary key
+an insert of a key that has a state replaces it.
+
+Table versions. The staged files may hold several table versions (different
+column sets and types). The output schema is the union of every version's
+columns and of the ``current`` table's, in order of first appearance, types
+widened where every value keeps its meaning (:func:`widen`: integers to wider
+integers or decimals, decimals to decimals of enough digits, FLOAT to DOUBLE, DATE
+to DATETIME); any other change of type is a :class:`SchemaConflict`. A column
+a row's version does not have is null in that row and not incomplete (it does
+not exist there); a column the version added is incomplete in the rows of keys
+last seen before it (the ALTER gave them a DEFAULT the log does not hold). This
+step records nothing about schemas (``metadata/table_schemas`` is written
+elsewhere); :class:`MergedSchema` is the merged schema it used.
+
+How (Spark, :func:`materialize`). Staged files are grouped by Parquet schema
+(footers read with pyarrow), each group read with ``spark.read.parquet`` and
+projected onto the merged schema, then ``unionByName``. Every row gets its key
+before (``_before``) and after the change; the updates whose key changes (rare
+under a primary key; every real update of a table without one) are collected and
+joined into connected components (driver-side union-find, a broadcast join back),
+so that all changes of one row -- across key changes -- share a group. Rows are
+repartitioned by the group's hash, sorted within partitions by group and log
+order (``_binlog_seq``, ``_binlog_file``, ``_binlog_pos``, ``_binlog_inner_offset``
+nulls first, ``_row_index``; the ``current`` rows before them), and folded by
+``mapInArrow`` in chunks of whole groups: Arrow in, Arrow out. The fold
+(:func:`fold_table`) never turns values into Python objects: it tracks, per key
+and column, *which input value* holds the state (an after-image or before-image
+value of an input row) and builds each output column with one ``take``. Only
+keys and the column lists are read into Python. Rows of ``current`` whose keys
+no change touches bypass the fold. Spark hands the fold Arrow batches of 1000
+rows (its writer of nested columns slows down on larger batches) and the fold
+returns the lists of names as NUL-joined text (Spark reads Arrow lists back far
+slower), split into lists again in Spark.
+
+Limits, each a consequence of what the staged rows do not say:
+
+* A before-image does not record which columns it carried, so a null non-key
+  value in it is not used: a FULL delete of a key with no previous state names
+  its NULL columns incomplete.
+* A ``current`` row does not record its table version: as a previous state it
+  knows every column of the ``current`` table except its ``_incomplete_columns``,
+  so a column one version dropped and a later one added again reads as a known
+  NULL for the rows no change touched in between.
+* Without a primary key, a MINIMAL insert that leaves columns out (their DEFAULTs
+  unknown) cannot be found by later before-images, which hold those DEFAULTs; its
+  row stays in ``current`` beside the updated one. Float keys that are NaN never
+  match.
+
+Determinism: the same inputs and run name give the same files with the same rows
+in the same order: output is sorted (changes by commit date and log order,
+current by the log position of each row's last change) and files are named
+``<run>-<Spark partition>.parquet``; a rerun first removes the files an earlier
+attempt of the same run left.
+
+:func:`materialize_tables` runs the same fold on in-memory Arrow tables without
+Spark (small tables, tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import gc
+import logging
+import os
+import posixpath
+import re
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+from binlog_codec.arrow import BEFORE_PREFIX
+
+log = logging.getLogger(__name__)
+
+# Change columns of the warehouse contract this step reads or writes.
+FIRST_CHANGE_COLUMN = "_op"
+OP, BEFORE, PRESENT, PARTIAL = "_op", "_before", "_present_columns", "_partial_columns"
+UNREPRESENTABLE, INCOMPLETE, COMMIT_TS = "_unrepresentable", "_incomplete_columns", "_commit_ts"
+INNER_OFFSET = "_binlog_inner_offset"
+ORDER = ("_binlog_seq", "_binlog_file", "_binlog_pos", INNER_OFFSET, "_row_index")
+COMMIT_DATE = "commit_date"
+INSERTS, UPDATE, DELETE = ("c", "r"), "u", "d"
+NAME_LISTS = (PRESENT, PARTIAL, INCOMPLETE)  # list<string> change columns
+
+# Columns of the fold's input and output only.
+VERSION, PRIOR, FINAL, GROUP = "__version", "__prior", "__final", "__group"
+KEY_AFTER, KEY_BEFORE, KEY, GROUP_KEY = "__key_after", "__key_before", "__key", "__group_key"
+RESERVED = {COMMIT_DATE, INCOMPLETE, VERSION, PRIOR, FINAL, GROUP, KEY_AFTER, KEY_BEFORE, KEY, GROUP_KEY}
+
+ROWS_PER_FILE = 1_000_000  # about how many rows an output file holds
+CHUNK_ROWS = 65536  # rows the Spark fold gathers (whole groups) before folding them in one go
+ARROW_BATCH_ROWS = 1000  # rows of the Arrow batches Spark hands the fold
+MICROS_PER_DAY = 86_400_000_000
+_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=-]*")
+_SPARK_PART = re.compile(r"part-(\d+)-.*?(?:\.c(\d+))?(?:\.[a-z0-9]+)*\.parquet")
+
+
+class SchemaConflict(ValueError):
+    """Two versions of a column whose types have no common type that keeps every value."""
+
+
+# -- schemas --------------------------------------------------------------------
+
+
+def split_schema(schema: pa.Schema) -> tuple[list[pa.Field], list[pa.Field]]:
+    """The image columns (those before ``_op``) and the change columns (``_op`` on)."""
+    if FIRST_CHANGE_COLUMN not in schema.names:
+        raise ValueError(f"not a row-change schema: no {FIRST_CHANGE_COLUMN} column in {schema.names}")
+    cut = schema.names.index(FIRST_CHANGE_COLUMN)
+    return list(schema)[:cut], list(schema)[cut:]
+
+
+_INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+MAX_DECIMAL_PRECISION = 38
+
+
+def _is_exact(kind: pa.DataType) -> bool:
+    return pa.types.is_signed_integer(kind) or pa.types.is_decimal128(kind)
+
+
+def _as_decimal(kind: pa.DataType) -> tuple[int, int]:
+    """(integer digits, scale) a value of ``kind`` may need."""
+    if pa.types.is_decimal(kind):
+        return kind.precision - kind.scale, kind.scale
+    return _INTEGER_DIGITS[kind.bit_width], 0
+
+
+def _widen_exact(a: pa.DataType, b: pa.DataType, column: str) -> pa.DataType:
+    if pa.types.is_signed_integer(a) and pa.types.is_signed_integer(b):
+        return a if a.bit_width >= b.bit_width else b
+    (digits_a, scale_a), (digits_b, scale_b) = _as_decimal(a), _as_decimal(b)
+    digits, scale = max(digits_a, digits_b), max(scale_a, scale_b)
+    if digits + scale > MAX_DECIMAL_PRECISION:
+        raise SchemaConflict(f"column {column}: {a} and {b} need decimal({digits + scale},{scale}), wider than 38 digits")
+    return pa.decimal128(digits + scale, scale)
+
+
+def _is_naive_timestamp(kind: pa.DataType) -> bool:
+    return pa.types.is_timestamp(kind) and kind.tz is None
+
+
+def widen(a: pa.DataType, b: pa.DataType, column: str = "?") -> pa.DataType:
+    """The type that holds every value of ``a`` and of ``b`` with its meaning, or :class:`SchemaConflict`.
+
+    Safe: the same type; null with anything; signed integers and decimals
+    (decimal(p,s) with enough integer digits and scale, at most 38 digits);
+    float32 and float64; DATE (date32) and DATETIME (naive timestamp); TIMESTAMP
+    in any zone (an instant); lists, maps and structs member by member (structs:
+    the union of their fields).
+    """
+    if a == b or pa.types.is_null(b):
+        return a
+    if pa.types.is_null(a):
+        return b
+    if _is_exact(a) and _is_exact(b):
+        return _widen_exact(a, b, column)
+    if pa.types.is_floating(a) and pa.types.is_floating(b) and pa.float16() not in (a, b):
+        return pa.float64()
+    if {pa.types.is_date32(a), _is_naive_timestamp(b)} == {True} or {pa.types.is_date32(b), _is_naive_timestamp(a)} == {True}:
+        return a if pa.types.is_timestamp(a) else b
+    if pa.types.is_timestamp(a) and pa.types.is_timestamp(b) and a.unit == b.unit and None not in (a.tz, b.tz):
+        return a
+    if pa.types.is_list(a) and pa.types.is_list(b):
+        return pa.list_(widen(a.value_type, b.value_type, column))
+    if pa.types.is_map(a) and pa.types.is_map(b):
+        return pa.map_(widen(a.key_type, b.key_type, column), widen(a.item_type, b.item_type, column))
+    if pa.types.is_struct(a) and pa.types.is_struct(b):
+        return pa.struct(merge_fields([list(a), list(b)]))
+    raise SchemaConflict(f"column {column}: {a} and {b} have no common type that keeps every value")
+
+
+def merge_fields(field_lists: Iterable[Iterable[pa.Field]]) -> list[pa.Field]:
+    """The union of the fields by name, in order of first appearance, types widened; all nullable."""
+    merged: dict[str, pa.DataType] = {}
+    for fields in field_lists:
+        for each in fields:
+            known = merged.get(each.name)
+            merged[each.name] = each.type if known is None else widen(known, each.type, each.name)
+    return [pa.field(name, kind) for name, kind in merged.items()]
+
+
+def _placed(fields: list[pa.Field], new: pa.Field, before: str) -> list[pa.Field]:
+    """``fields`` with ``new`` in place of its namesake, else before the field named ``before``, else last."""
+    names = [each.name for each in fields]
+    if new.name in names:
+        return [new if each.name == new.name else each for each in fields]
+    at = names.index(before) if before in names else len(fields)
+    return fields[:at] + [new] + fields[at:]
+
+
+@dataclass(frozen=True)
+class MergedSchema:
+    """The schema of a table's output rows: every version's image columns, then the change columns."""
+
+    image: tuple[pa.Field, ...]
+    changes: tuple[pa.Field, ...]
+
+    @property
+    def names(self) -> list[str]:
+        """The image columns' names."""
+        return [each.name for each in self.image]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema([*self.image, *self.changes])
+
+
+def merge_schemas(schemas: Sequence[pa.Schema]) -> MergedSchema:
+    """The union of row-change schemas (staged batches and ``current`` tables), see :func:`widen`.
+
+    The change columns are those of the inputs, plus ``_binlog_inner_offset``
+    (int32) and ``_incomplete_columns`` (list of strings) where they lack them;
+    ``_before`` is a struct of every image column. Raises :class:`SchemaConflict`
+    for types without a safe common type, ``ValueError`` for an image column
+    named like an output column (``commit_date``, ``_incomplete_columns``, ...).
+    """
+    if not schemas:
+        raise ValueError("no schema to merge")
+    parts = [split_schema(schema) for schema in schemas]
+    image = merge_fields(part[0] for part in parts)
+    clashes = sorted({each.name for each in image} & RESERVED)
+    if clashes:
+        raise ValueError(f"image columns {clashes} are named like columns this step writes")
+    changes = merge_fields(part[1] for part in parts)
+    changes = _placed(changes, pa.field(INNER_OFFSET, pa.int32()), "_row_index")
+    changes = _placed(changes, pa.field(BEFORE, pa.struct(image)), PRESENT)
+    changes = _placed(changes, pa.field(INCOMPLETE, pa.list_(pa.string())), UNREPRESENTABLE)
+    return MergedSchema(tuple(image), tuple(changes))
+
+
+# -- projecting a table onto the merged schema (in-memory path) -----------------
+
+
+def _cast(values: pa.ChunkedArray | pa.Array, kind: pa.DataType) -> pa.Array:
+    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    return values if values.type == kind else pc.cast(values, kind)
+
+
+def _project_before(table: pa.Table, merged: MergedSchema) -> pa.Array:
+    kind = dict(zip(merged.schema.names, merged.schema.types))[BEFORE]
+    if BEFORE not in table.column_names:
+        return pa.nulls(table.num_rows, kind)
+    before = table.column(BEFORE).combine_chunks()
+    names = [each.name for each in before.type]
+    children = [
+        _cast(before.field(names.index(each.name)), each.type) if each.name in names else pa.nulls(len(before), each.type)
+        for each in merged.image
+    ]
+    return pa.StructArray.from_arrays(children, fields=list(merged.image), mask=before.is_null())
+
+
+def project_table(table: pa.Table, merged: MergedSchema) -> pa.Table:
+    """``table`` with the columns of ``merged``: cast where widened, null where it lacks them."""
+    arrays = []
+    for each in merged.schema:
+        if each.name == BEFORE:
+            arrays.append(_project_before(table, merged))
+        elif each.name in table.column_names:
+            arrays.append(_cast(table.column(each.name), each.type))
+        else:
+            arrays.append(pa.nulls(table.num_rows, each.type))
+    return pa.Table.from_arrays(arrays, schema=merged.schema)
+
+
+# -- the fold -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FoldPlan:
+    """What the fold needs besides the rows: the image columns (merged order), the key
+    columns, whether a key names one row (a primary key) or a multiset (every column),
+    and the image columns of each table version, by the rows' ``__version``."""
+
+    image: tuple[str, ...]
+    key: tuple[str, ...]
+    unique: bool
+    versions: tuple[tuple[str, ...], ...]
+
+
+def _list_shapes(values: pa.ChunkedArray) -> tuple[list[int], list[tuple[str, ...]]]:
+    """Per row, an id of its list of names, and each id's names (lists of names are few and repeat)."""
+    joined = pc.binary_join(values, "\x00")  # MySQL identifiers never hold NUL
+    encoded = (joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined).dictionary_encode()
+    ids = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).tolist()
+    shapes = [tuple(text.split("\x00")) if text else () for text in encoded.dictionary.to_pylist()]
+    return ids, shapes + [()]  # id -1 (a null list) is the last
+
+
+def _sparse_maps(values: pa.ChunkedArray) -> dict[int, dict[str, str]]:
+    """The rows whose map is not empty, as dicts."""
+    values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    rows = np.flatnonzero(np.diff(values.offsets.to_numpy(zero_copy_only=False)))
+    return dict(zip(rows.tolist(), (dict(entries) for entries in values.take(rows).to_pylist())))
+
+
+def _row_patterns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a boolean matrix the id of its pattern, and the distinct patterns (rows packed
+    into 64-bit words first, so that finding the distinct rows sorts words, not bits)."""
+    packed = np.packbits(matrix, axis=1)
+    words = np.zeros((len(matrix), -(-packed.shape[1] // 8) * 8), dtype=np.uint8)
+    words[:, : packed.shape[1]] = packed
+    words = words.view(np.uint64)
+    if words.shape[1] == 1:
+        distinct, first, ids = np.unique(words[:, 0], return_index=True, return_inverse=True)
+    else:
+        distinct, first, ids = np.unique(words, axis=0, return_index=True, return_inverse=True)
+    return ids.reshape(-1), matrix[first]
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(each) for each in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    return value
+
+
+def _keys(arrays: list[pa.Array], convert: bool) -> list[tuple]:
+    columns = [array.to_pylist() for array in arrays]
+    if convert:
+        columns = [[_hashable(value) for value in column] for column in columns]
+    return list(zip(*columns))
+
+
+class _Entry:
+    """The state of one row: per image column a pointer to the value (row r's after-image:
+    r; its before-image: n + r; unknown: -1), the columns whose value is stale (partial
+    JSON), the table version, and the output row it was last written to."""
+
+    __slots__ = ("pointers", "stale", "version", "out")
+
+    def __init__(self, pointers: list[int], stale: set[int], version: int, out: int) -> None:
+        self.pointers, self.stale, self.version, self.out = pointers, stale, version, out
+
+
+class _Fold:
+    """One fold over rows sorted by log order (``current`` rows first); see :func:`fold_table`."""
+
+    def __init__(self, table: pa.Table, plan: FoldPlan) -> None:
+        self.table, self.plan = table, plan
+        self.n, self.m = table.num_rows, len(plan.image)
+        self.after = [table.column(name).combine_chunks() for name in plan.image]
+        self.before = table.column(BEFORE).combine_chunks().flatten()
+        self.index = {name: j for j, name in enumerate(plan.image)}
+        self.key_index = [self.index[name] for name in plan.key]
+        self.in_version = np.array([[name in set(v) for name in plan.image] for v in plan.versions], dtype=bool)
+        self.version_masks = self.in_version.tolist()
+        self.version_sets = [set(np.flatnonzero(row).tolist()) for row in self.in_version]
+        self.ops = table.column(OP).to_pylist()
+        self.prior = table.column(PRIOR).to_numpy(zero_copy_only=False).astype(bool)
+        self.versions = table.column(VERSION).to_numpy(zero_copy_only=False).astype(np.int64)
+        self.present_ids, self.present_shapes = _list_shapes(table.column(PRESENT))
+        self.partial_ids, self.partial_shapes = _list_shapes(table.column(PARTIAL))
+        self.incomplete_ids, self.incomplete_shapes = _list_shapes(table.column(INCOMPLETE))
+        self.unrepresentable = _sparse_maps(table.column(UNREPRESENTABLE))
+        convert = any(pa.types.is_nested(self.after[j].type) for j in self.key_index)
+        self.keys_after = _keys([self.after[j] for j in self.key_index], convert)
+        self.keys_before = _keys([self.before[j] for j in self.key_index], convert)
+        self._known_before()
+        self._columns_of = functools.lru_cache(maxsize=None)(self._columns)
+        self.states: dict[tuple, list[_Entry]] = {}
+        self.out_rows: list[int] = []
+        self.out_pointers: list[list[int]] = []
+        self.out_stale: dict[int, set[int]] = {}
+
+    # -- inputs ---------------------------------------------------------------
+
+    def _known_before(self) -> None:
+        """Per row, the before-image columns whose value is known: not null, or part of the key."""
+        known = np.zeros((self.n, self.m), dtype=bool)
+        for j, values in enumerate(self.before):
+            known[:, j] = values.is_valid().to_numpy(zero_copy_only=False)
+        exists = self.table.column(BEFORE).is_valid().to_numpy(zero_copy_only=False)
+        known[:, self.key_index] |= exists[:, None]  # the PKE is in every before-image
+        known &= self.in_version[self.versions]
+        ids, patterns = _row_patterns(known)
+        self.known_before_ids = ids.tolist()
+        self.known_before_patterns = [np.flatnonzero(row).tolist() for row in patterns]
+
+    def _columns(self, version: int, present_id: int, partial_id: int) -> tuple[list[int], list[int], list[bool]]:
+        """The after-image's whole values (column indices), its partial JSON columns, and per key
+        column whether the after-image carries it, for one table version and shape of image."""
+        partial = {self.index[name] for name in self.partial_shapes[partial_id]}
+        present = [self.index[name] for name in self.present_shapes[present_id]]
+        whole = [j for j in present if j not in partial and self.version_masks[version][j]]
+        return whole, sorted(partial), [j in whole for j in self.key_index]
+
+    def _before_columns(self, r: int) -> list[int]:
+        known = self.known_before_patterns[self.known_before_ids[r]]
+        texts = self.unrepresentable.get(r)
+        if texts:  # an unrepresentable before value (null with a text) is known too
+            extra = [self.index[k[len(BEFORE_PREFIX):]] for k in texts if k.startswith(BEFORE_PREFIX)]
+            known = sorted(set(known) | {j for j in extra if self.version_masks[self.versions[r]][j]})
+        return known
+
+    # -- state ----------------------------------------------------------------
+
+    def _take(self, key: tuple) -> _Entry | None:
+        entries = self.states.get(key)
+        if not entries:
+            return None
+        entry = entries.pop()
+        if not entries:
+            del self.states[key]
+        return entry
+
+    def _put(self, key: tuple, entry: _Entry) -> None:
+        if self.plan.unique:
+            self.states[key] = [entry]
+        else:
+            self.states.setdefault(key, []).append(entry)
+
+    def _emit(self, r: int, pointers: list[int], stale: set[int]) -> int:
+        self.out_rows.append(r)
+        self.out_pointers.append(pointers)
+        if stale:
+            self.out_stale[len(self.out_rows) - 1] = stale
+        return len(self.out_rows) - 1
+
+    def _previous(self, entry: _Entry | None, version: int) -> tuple[list[int], set[int]]:
+        """A state's pointers and stale columns in ``version`` (columns it lacks: null); none: unknown."""
+        if entry is None:
+            return [-1] * self.m, set()
+        if entry.version == version:
+            return entry.pointers[:], set(entry.stale)
+        mask = self.version_masks[version]
+        return [p if keep else -1 for p, keep in zip(entry.pointers, mask)], entry.stale & self.version_sets[version]
+
+    # -- one row --------------------------------------------------------------
+
+    def _current_row(self, r: int, version: int) -> None:
+        """A row of ``current``: a state whose incomplete columns stay incomplete."""
+        mask = self.version_masks[version]
+        stale = {self.index[name] for name in self.incomplete_shapes[self.incomplete_ids[r]] if name in self.index}
+        pointers = [r if keep else -1 for keep in mask]
+        self._put(self.keys_after[r], _Entry(pointers, stale, version, self._emit(r, pointers, stale)))
+
+    def _insert(self, r: int, version: int) -> None:
+        whole, _, _ = self._columns_of(version, self.present_ids[r], self.partial_ids[r])
+        pointers = [-1] * self.m
+        for j in whole:
+            pointers[j] = r
+        self._put(self.keys_after[r], _Entry(pointers, set(), version, self._emit(r, pointers, set())))
+
+    def _update(self, r: int, version: int) -> None:
+        whole, partial, key_present = self._columns_of(version, self.present_ids[r], self.partial_ids[r])
+        key_before = self.keys_before[r]
+        pointers, stale = self._previous(self._take(key_before), version)
+        for j in self._before_columns(r):
+            pointers[j] = self.n + r
+            stale.discard(j)
+        for j in whole:
+            pointers[j] = r
+            stale.discard(j)
+        stale.update(partial)  # the previous value stays, incomplete until diffs are applied
+        key_after = tuple(a if carried else b for a, b, carried in zip(self.keys_after[r], key_before, key_present))
+        self._put(key_after, _Entry(pointers, stale, version, self._emit(r, pointers, stale)))
+
+    def _delete(self, r: int, version: int) -> None:
+        pointers, stale = self._previous(self._take(self.keys_before[r]), version)
+        for j in self._before_columns(r):
+            pointers[j] = self.n + r
+            stale.discard(j)
+        self._emit(r, pointers, stale)
+
+    def run(self) -> None:
+        handlers = {**dict.fromkeys(INSERTS, self._insert), UPDATE: self._update, DELETE: self._delete}
+        versions, prior, ops = self.versions.tolist(), self.prior.tolist(), self.ops
+        for r in range(self.n):
+            if prior[r]:
+                self._current_row(r, versions[r])
+            else:
+                handler = handlers.get(ops[r])
+                if handler is None:
+                    raise ValueError(f"row {r}: unknown _op {ops[r]!r}")
+                handler(r, versions[r])
+
+    # -- output ---------------------------------------------------------------
+
+    def _image_columns(self, pointers: np.ndarray) -> list[pa.Array]:
+        columns = []
+        for j in range(self.m):
+            values = pa.concat_arrays([self.after[j], self.before[j]])
+            index = pointers[:, j]
+            columns.append(values.take(pa.array(index, mask=index < 0)))
+        return columns
+
+    def _incomplete(self, pointers: np.ndarray, rows: np.ndarray) -> pa.Array:
+        unknown = (pointers < 0) & self.in_version[self.versions[rows]]
+        names: list[list[str]] = [[] for _ in range(len(rows))]
+        for i in np.flatnonzero(unknown.any(axis=1)).tolist() + list(self.out_stale):
+            columns = set(np.flatnonzero(unknown[i]).tolist()) | self.out_stale.get(i, set())
+            names[i] = [self.plan.image[j] for j in sorted(columns)]
+        return pa.array(names, type=self.table.schema.field(INCOMPLETE).type)
+
+    def _text(self, pointer: int, j: int) -> str | None:
+        row, prefix = (pointer, "") if pointer < self.n else (pointer - self.n, BEFORE_PREFIX)
+        return self.unrepresentable.get(row, {}).get(prefix + self.plan.image[j])
+
+    def _unrepresentable(self, pointers: np.ndarray, rows: np.ndarray) -> pa.Array:
+        """Each output value's text where its source had one, then the row's own ``_before.`` texts."""
+        kind = self.table.schema.field(UNREPRESENTABLE).type
+        entries: list[list[tuple[str, str]]] = [[] for _ in range(len(rows))]
+        if self.unrepresentable:
+            has_text = np.zeros(2 * self.n, dtype=bool)
+            has_text[list(self.unrepresentable)] = True
+            has_text[[self.n + r for r in self.unrepresentable]] = True
+            flagged = has_text[np.where(pointers >= 0, pointers, 0)] & (pointers >= 0)
+            for i in np.flatnonzero(flagged.any(axis=1) | has_text[rows]).tolist():
+                found = [(self.plan.image[j], self._text(int(pointers[i, j]), j)) for j in np.flatnonzero(flagged[i])]
+                own = self.unrepresentable.get(int(rows[i]), {})
+                entries[i] = [e for e in found if e[1] is not None] + [e for e in own.items() if e[0].startswith(BEFORE_PREFIX)]
+        return pa.array(entries, type=kind)
+
+    def _commit_dates(self, rows: np.ndarray) -> pa.Array:
+        stamps = self.table.column(COMMIT_TS).combine_chunks().take(rows)
+        micros = pc.cast(pc.cast(stamps, pa.timestamp("us", stamps.type.tz)), pa.int64()).fill_null(0)
+        days = np.floor_divide(micros.to_numpy(zero_copy_only=False), MICROS_PER_DAY).astype(np.int32)
+        return pa.array(days, mask=stamps.is_null().to_numpy(zero_copy_only=False)).cast(pa.date32())
+
+    def output(self) -> pa.Table:
+        """The output rows: every change, and the ``current`` rows that stayed the latest of their key."""
+        rows = np.asarray(self.out_rows, dtype=np.int64)
+        pointers = np.asarray(self.out_pointers, dtype=np.int64).reshape(len(rows), self.m)
+        final = np.zeros(len(rows), dtype=bool)
+        for entries in self.states.values():
+            final[[entry.out for entry in entries]] = True
+        arrays, names = self._image_columns(pointers), list(self.plan.image)
+        computed = {INCOMPLETE: self._incomplete(pointers, rows), UNREPRESENTABLE: self._unrepresentable(pointers, rows)}
+        changes = split_schema(self.table.schema)[1]
+        for each in changes:
+            if each.name in (VERSION, PRIOR, GROUP):
+                continue
+            arrays.append(computed[each.name] if each.name in computed else self.table.column(each.name).take(rows))
+            names.append(each.name)
+        prior = self.prior[rows]
+        arrays += [self._commit_dates(rows), pa.array(final), pa.array(prior)]
+        names += [COMMIT_DATE, FINAL, PRIOR]
+        return pa.Table.from_arrays(arrays, names=names).filter(pa.array(~prior | final))
+
+
+def fold_table(table: pa.Table, plan: FoldPlan) -> pa.Table:
+    """Fold row changes onto the previous state of their keys (see the module docstring).
+
+    ``table``: rows of the merged schema plus ``__version`` (int, index into
+    ``plan.versions``) and ``__prior`` (true for rows of ``current``), sorted so
+    that every key's rows -- and all keys one key change links -- come in log
+    order, ``current`` rows first. Returns every change with its whole
+    after-image, ``_incomplete_columns`` and ``_unrepresentable`` worked out, and
+    the ``current`` rows no change replaced; with ``commit_date`` (UTC date of
+    ``_commit_ts``), ``__final`` (the row is its key's latest) and ``__prior``.
+    """
+    with _without_gc():  # the fold makes many small lists and no cycles: collection passes only cost time
+        fold = _Fold(table, plan)
+        fold.run()
+        return fold.output()
+
+
+@contextlib.contextmanager
+def _without_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _last_group_start(groups: pa.ChunkedArray) -> int:
+    values = groups.to_numpy()
+    changes = np.flatnonzero(values != values[-1])
+    return int(changes[-1]) + 1 if len(changes) else 0
+
+
+def _joined_lists(table: pa.Table) -> pa.Table:
+    """The lists of names as NUL-joined text: Spark reads Arrow lists back far slower than strings."""
+    for name in NAME_LISTS:
+        table = table.set_column(table.schema.get_field_index(name), name, pc.binary_join(table.column(name), "\x00"))
+    return table
+
+
+def fold_batches(batches: Iterator[pa.RecordBatch], plan: FoldPlan) -> Iterator[pa.RecordBatch]:
+    """:func:`fold_table` over a partition sorted by ``__group`` then log order, in chunks of whole
+    groups; the lists of names (``_present_columns``, ...) come out as NUL-joined text."""
+    pending: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        pending.append(batch)
+        rows += batch.num_rows
+        if rows < CHUNK_ROWS:
+            continue
+        table = pa.Table.from_batches(pending)
+        cut = _last_group_start(table.column(GROUP))
+        if cut:
+            yield from _joined_lists(fold_table(table.slice(0, cut), plan)).to_batches()
+            rest = table.slice(cut)
+            pending, rows = rest.to_batches(), rest.num_rows
+    if rows:
+        yield from _joined_lists(fold_table(pa.Table.from_batches(pending), plan)).to_batches()
+
+
+# -- in memory ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FoldResult:
+    """What :func:`materialize_tables` returns."""
+
+    changes: pa.Table
+    current: pa.Table
+    merged: MergedSchema
+
+
+def table_keys(key_columns: Sequence[str] | None, merged: MergedSchema) -> tuple[tuple[str, ...], bool]:
+    """The key columns and whether they are a primary key; no key columns: every column, a multiset."""
+    if not key_columns:
+        return tuple(merged.names), False
+    missing = [name for name in key_columns if name not in merged.names]
+    if missing:
+        raise ValueError(f"key columns {missing} are not columns of the table ({merged.names})")
+    return tuple(key_columns), True
+
+
+def _image_names(schema: pa.Schema) -> tuple[str, ...]:
+    return tuple(each.name for each in split_schema(schema)[0])
+
+
+def _tagged(table: pa.Table, merged: MergedSchema, version: int, prior: bool) -> pa.Table:
+    projected = project_table(table, merged)
+    projected = projected.append_column(VERSION, pa.array(np.full(table.num_rows, version, dtype=np.int32)))
+    return projected.append_column(PRIOR, pa.array(np.full(table.num_rows, prior)))
+
+
+def _sorted(table: pa.Table, first: Sequence[tuple[str, str]] = ()) -> pa.Table:
+    keys = [*first, *((name, "ascending", "at_start") for name in ORDER)]
+    return table.take(pc.sort_indices(table, sort_keys=keys))
+
+
+def fold_input(
+    staged: Sequence[pa.Table | pa.RecordBatch],
+    key_columns: Sequence[str] | None,
+    current: pa.Table | None = None,
+) -> tuple[pa.Table, FoldPlan, MergedSchema]:
+    """The input of :func:`fold_table` for staged batches and an optional ``current`` table in
+    memory: projected onto the merged schema, tagged with versions, in fold order."""
+    inputs = [pa.Table.from_batches([each]) if isinstance(each, pa.RecordBatch) else each for each in staged]
+    schemas = ([current.schema] if current is not None else []) + [each.schema for each in inputs]
+    merged = merge_schemas(schemas)
+    key, unique = table_keys(key_columns, merged)
+    parts = [_tagged(current, merged, 0, True)] if current is not None else []
+    parts += [_tagged(each, merged, len(parts) + number, False) for number, each in enumerate(inputs)]
+    rows = _sorted(pa.concat_tables(parts), [(PRIOR, "descending", "at_end")])
+    plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in schemas))
+    return rows, plan, merged
+
+
+def materialize_tables(
+    staged: Sequence[pa.Table | pa.RecordBatch],
+    key_columns: Sequence[str] | None,
+    current: pa.Table | None = None,
+) -> FoldResult:
+    """The fold of :func:`materialize` on Arrow tables in memory, without Spark.
+
+    ``staged``: batches of ImageBatchBuilder's schema (any table versions);
+    ``current``: the previous ``current`` table, or None. Returns the changes
+    (log order, with ``commit_date``) and the new current table (in the log order
+    of each row's last change).
+    """
+    rows, plan, merged = fold_input(staged, key_columns, current)
+    folded = fold_table(rows, plan)
+    prior = folded.column(PRIOR)
+    changes = folded.filter(pc.invert(prior)).drop_columns([FINAL, PRIOR])
+    latest = _sorted(folded.filter(folded.column(FINAL)).drop_columns([COMMIT_DATE, FINAL, PRIOR]))
+    return FoldResult(changes, latest, merged)
+
+
+# -- files ----------------------------------------------------------------------
+
+
+def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem of a local path or a URI (``s3a://`` read as ``s3://``), and the path in it."""
+    if "://" not in path:
+        return pafs.LocalFileSystem(), os.path.abspath(path)
+    scheme, rest = path.split("://", 1)
+    return pafs.FileSystem.from_uri(("s3://" if scheme in ("s3a", "s3n") else scheme + "://") + rest)
+
+
+def _parquet_files(folder: str | None) -> list[str]:
+    """The data files of a Parquet folder (hidden and ``_`` files left out), sorted; none if it does not exist."""
+    if folder is None:
+        return []
+    filesystem, path = _filesystem(folder)
+    found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    names = sorted(
+        info.path for info in found
+        if info.type == pafs.FileType.File and info.path.endswith(".parquet")
+        and not any(part.startswith(("_", ".")) for part in posixpath.relpath(info.path, path).split("/"))
+    )
+    prefix = folder.rstrip("/")
+    return [prefix + "/" + posixpath.relpath(name, path) for name in names]
+
+
+def _schema_groups(files: Sequence[str]) -> list[tuple[pa.Schema, list[str]]]:
+    """Files grouped by Parquet schema (footers only), groups in order of first appearance."""
+    groups: dict[pa.Schema, list[str]] = {}
+    for name in files:
+        filesystem, path = _filesystem(name)
+        groups.setdefault(pq.read_schema(path, filesystem=filesystem), []).append(name)
+    return list(groups.items())
+
+
+def _is_run_file(run_name: str, name: str) -> bool:
+    return re.fullmatch(re.escape(run_name) + r"-\d{5,}(?:-c\d{3,})?\.parquet", name) is not None
+
+
+def _output_name(run_name: str, spark_name: str) -> str | None:
+    found = _SPARK_PART.fullmatch(spark_name)
+    if found is None:
+        return None
+    part, copy = int(found.group(1)), int(found.group(2) or 0)
+    return f"{run_name}-{part:05d}" + (f"-c{copy:03d}" if copy else "") + ".parquet"
+
+
+def _publish_files(written: str, folder: str, run_name: str, *, replace: bool) -> list[str]:
+    """Move Spark's part files from ``written`` into ``folder`` under ``<run>-<part>`` names,
+    keeping partition folders. ``replace``: ``folder`` is emptied first; otherwise only files an
+    earlier attempt of this run left there are removed. Returns the new files (paths as ``folder``'s)."""
+    filesystem, source = _filesystem(written)
+    _, target = _filesystem(folder)
+    if replace:
+        filesystem.delete_dir_contents(target, missing_dir_ok=True)
+    else:
+        old = filesystem.get_file_info(pafs.FileSelector(target, recursive=True, allow_not_found=True))
+        for info in old:
+            if info.type == pafs.FileType.File and _is_run_file(run_name, posixpath.basename(info.path)):
+                filesystem.delete_file(info.path)
+    moved = []
+    for info in filesystem.get_file_info(pafs.FileSelector(source, recursive=True, allow_not_found=True)):
+        name = _output_name(run_name, posixpath.basename(info.path)) if info.type == pafs.FileType.File else None
+        if name is None:
+            continue
+        relative = posixpath.dirname(posixpath.relpath(info.path, source))
+        destination = posixpath.normpath(posixpath.join(target, relative, name))
+        filesystem.create_dir(posixpath.dirname(destination), recursive=True)
+        filesystem.move(info.path, destination)
+        moved.append(folder.rstrip("/") + "/" + posixpath.relpath(destination, target))
+    return sorted(moved)
+
+
+def _rows(files: Sequence[str]) -> int:
+    """Rows of Parquet files, from their footers."""
+    total = 0
+    for name in files:
+        filesystem, path = _filesystem(name)
+        with filesystem.open_input_file(path) as handle:
+            total += pq.read_metadata(handle).num_rows
+    return total
+
+
+def _remove(folder: str) -> None:
+    filesystem, path = _filesystem(folder)
+    if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
+        filesystem.delete_dir(path)
+
+
+# -- Spark ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MaterializeResult:
+    """What one :func:`materialize` did: the merged schema, the keys, counts and files."""
+
+    merged: MergedSchema
+    key_columns: tuple[str, ...]
+    unique_key: bool
+    changes_rows: int
+    current_rows: int
+    key_changes: int
+    changes_files: list[str]
+    current_files: list[str]
+    seconds: float
+
+
+@contextlib.contextmanager
+def _session_conf(spark, settings: dict[str, str]) -> Iterator[None]:
+    """Session settings for the duration of a block, restored after it."""
+    before = {name: spark.conf.get(name, None) for name in settings}
+    for name, value in settings.items():
+        spark.conf.set(name, value)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                spark.conf.unset(name)
+            else:
+                spark.conf.set(name, value)
+
+
+def _spark_type(kind: pa.DataType):
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    return from_arrow_type(kind, prefer_timestamp_ntz=True)
+
+
+def _spark_schema(fields: Iterable[pa.Field]):
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(each.name, _spark_type(each.type), True) for each in fields])
+
+
+def _column(name: str):
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _project_frame(frame, schema: pa.Schema, merged: MergedSchema, version: int, prior: bool):
+    """A staged (or ``current``) frame with the merged schema's columns, its version and origin."""
+    from pyspark.sql import functions as F
+
+    def value(available: bool, expression, kind: pa.DataType):
+        return expression.cast(_spark_type(kind)) if available else F.lit(None).cast(_spark_type(kind))
+
+    names = set(schema.names)
+    before_names = {each.name for each in schema.field(BEFORE).type} if BEFORE in names else set()
+    before = F.struct(*[
+        value(each.name in before_names, F.col(BEFORE).getField(each.name), each.type).alias(each.name)
+        for each in merged.image
+    ])
+    columns = [value(each.name in names, _column(each.name), each.type).alias(each.name) for each in merged.image]
+    for each in merged.changes:
+        if each.name == BEFORE:
+            empty = F.lit(None).cast(_spark_type(each.type))
+            columns.append((F.when(F.col(BEFORE).isNull(), empty).otherwise(before) if before_names else empty).alias(BEFORE))
+        else:
+            columns.append(value(each.name in names, _column(each.name), each.type).alias(each.name))
+    return frame.select(*columns, F.lit(version).cast("int").alias(VERSION), F.lit(prior).alias(PRIOR))
+
+
+def _read_groups(spark, groups: list[tuple[pa.Schema, list[str]]], merged: MergedSchema, first_version: int, prior: bool):
+    """The union of the groups' frames projected onto ``merged``; None without groups."""
+    frames = [
+        _project_frame(spark.read.schema(_spark_schema(schema)).parquet(*files), schema, merged, first_version + n, prior)
+        for n, (schema, files) in enumerate(groups)
+    ]
+    return functools.reduce(lambda a, b: a.unionByName(b), frames) if frames else None
+
+
+def _with_keys(frame, key: tuple[str, ...]):
+    """``__key_before`` (updates and deletes: the before-image's key), ``__key_after`` (inserts and
+    ``current`` rows: the row's key; updates: the after-image's key, the before-image's where the
+    after-image does not carry a key column) and ``__key`` (the before key, else the after key)."""
+    from pyspark.sql import functions as F
+
+    carried = {
+        name: F.array_contains(F.col(PRESENT), name) & ~F.coalesce(F.array_contains(F.col(PARTIAL), name), F.lit(False))
+        for name in key
+    }
+    after = F.struct(*[_column(name).alias(name) for name in key])
+    before = F.struct(*[F.col(BEFORE).getField(name).alias(name) for name in key])
+    updated = F.struct(*[
+        F.when(carried[name], _column(name)).otherwise(F.col(BEFORE).getField(name)).alias(name) for name in key
+    ])
+    op, prior = F.col(OP), F.col(PRIOR)
+    return (
+        frame.withColumn(KEY_BEFORE, F.when(~prior & op.isin(UPDATE, DELETE), before))
+        .withColumn(KEY_AFTER, F.when(prior | op.isin(*INSERTS), after).when(op == UPDATE, updated))
+        .withColumn(KEY, F.coalesce(F.col(KEY_BEFORE), F.col(KEY_AFTER)))
+    )
+
+
+def _hashable_row(value: Any) -> Any:
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable_row(each) for each in value)
+    return _hashable(value)
+
+
+def _components(edges: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """Union-find over key changes in log order: (key, root) for every key whose root is another
+    key; a component's root is the first key of its first change (deterministic)."""
+    parent: dict[Any, Any] = {}
+    original: dict[Any, Any] = {}
+
+    def find(key):
+        parent.setdefault(key, key)
+        while parent[key] != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    for before, after in edges:
+        a, b = _hashable_row(before), _hashable_row(after)
+        original.setdefault(a, before)
+        original.setdefault(b, after)
+        root_a, root_b = find(a), find(b)
+        if root_a != root_b:
+            parent[root_b] = root_a
+    return [(original[key], original[find(key)]) for key in parent if find(key) != key]
+
+
+def _order_columns():
+    from pyspark.sql import functions as F
+
+    return [F.col(name).asc_nulls_first() for name in ORDER]
+
+
+def _key_roots(spark, frame):
+    """The keys that key changes link to an earlier key, as a frame ``(__from, __root)`` (None when
+    no key changes), and the number of key changes."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructField, StructType
+
+    changed = frame.filter((F.col(OP) == UPDATE) & ~F.col(KEY_BEFORE).eqNullSafe(F.col(KEY_AFTER)))
+    found = changed.select(KEY_BEFORE, KEY_AFTER, *ORDER).collect()  # few: sorted here, no sampling pass
+    found.sort(key=lambda row: tuple((value is not None, value) for value in row[2:]))
+    edges = [(row[0], row[1]) for row in found]
+    mapping = _components(edges)
+    log.info("%d key changes link %d keys to an earlier key", len(edges), len(mapping))
+    if not mapping:
+        return None, len(edges)
+    key_type = frame.schema[KEY].dataType
+    schema = StructType([StructField("__from", key_type, True), StructField("__root", key_type, True)])
+    return F.broadcast(spark.createDataFrame(mapping, schema)), len(edges)
+
+
+def _grouped(frame, roots):
+    """``frame`` with ``__group_key`` (the root of its key's component of key changes) and ``__group`` (its hash)."""
+    from pyspark.sql import functions as F
+
+    if roots is None:
+        frame = frame.withColumn(GROUP_KEY, F.col(KEY))
+    else:
+        frame = frame.join(roots, frame[KEY].eqNullSafe(roots["__from"]), "left")
+        frame = frame.withColumn(GROUP_KEY, F.coalesce(F.col("__root"), F.col(KEY))).drop("__from", "__root")
+    return frame.withColumn(GROUP, F.xxhash64(F.col(GROUP_KEY)))
+
+
+def _fold_schema(merged: MergedSchema):
+    """The schema of :func:`fold_batches`' output (lists of names as text)."""
+    from pyspark.sql.types import BooleanType, DateType, StringType, StructField, StructType
+
+    fields = [StructField(f.name, StringType(), True) if f.name in NAME_LISTS else f for f in _spark_schema(merged.schema)]
+    extra = [StructField(COMMIT_DATE, DateType(), True), StructField(FINAL, BooleanType(), True),
+             StructField(PRIOR, BooleanType(), True)]
+    return StructType(fields + extra)
+
+
+def _split_lists(frame):
+    """The NUL-joined lists of names of :func:`fold_batches` as lists again ('' is the empty list)."""
+    from pyspark.sql import functions as F
+
+    empty = F.array().cast("array<string>")
+    return frame.withColumns({
+        name: F.when(F.col(name) == "", empty).otherwise(F.split(F.col(name), "\\x00")) for name in NAME_LISTS
+    })
+
+
+def _sorted_frame(frame, rows: int, rows_per_file: int, order: list):
+    """``frame`` sorted by ``order`` into about ``rows / rows_per_file`` partitions, in order: a
+    range partitioning when there are several, none (no sampling pass) for one."""
+    partitions = max(1, -(-rows // rows_per_file))
+    spread = frame.coalesce(1) if partitions == 1 else frame.repartitionByRange(partitions, *order)
+    return spread.sortWithinPartitions(*order)
+
+
+def _empty_frame(spark, merged: MergedSchema, prior: bool):
+    from pyspark.sql import functions as F
+
+    empty = spark.createDataFrame([], _spark_schema(merged.schema))
+    return empty.select("*", F.lit(0).cast("int").alias(VERSION), F.lit(prior).alias(PRIOR))
+
+
+def materialize(
+    spark,
+    staged_files: Sequence[str],
+    *,
+    database: str,
+    table: str,
+    key_columns: Sequence[str] | None,
+    current: str | None,
+    target: str,
+    run_name: str,
+    partitions: int | None = None,
+    rows_per_file: int = ROWS_PER_FILE,
+) -> MaterializeResult:
+    """Fold the staged row changes of ``database.table`` onto its ``current`` folder (see the module docstring).
+
+    ``staged_files``: Parquet files of ImageBatchBuilder's schema, any table
+    versions, any order; ``key_columns``: the primary key's columns, or
+    None/empty for a table without one; ``current``: the warehouse's
+    ``current/<db>/<table>/`` folder (may not exist); ``target``: the run folder
+    (laid out like the warehouse); ``run_name``: the stem of the output files'
+    names, derived by the caller from the run's input. ``partitions``: Spark
+    partitions of the fold (default ``spark.sql.shuffle.partitions``);
+    ``rows_per_file``: about how many rows an output file holds.
+    """
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    if not _RUN_NAME.fullmatch(run_name):
+        raise ValueError(f"run name {run_name!r}: letters, digits and ._=- only")
+    started = time.monotonic()
+    staged = _schema_groups(staged_files)
+    prior_groups = _schema_groups(_parquet_files(current))
+    schemas = [schema for schema, _ in prior_groups + staged]
+    if not schemas:
+        raise ValueError(f"{database}.{table}: neither staged files nor a current table")
+    merged = merge_schemas(schemas)
+    key, unique = table_keys(key_columns, merged)
+    versions = tuple(_image_names(schema) for schema in [s for s, _ in staged] + [s for s, _ in prior_groups])
+    plan = FoldPlan(tuple(merged.names), key, unique, versions)
+    log.info(
+        "%s.%s: %d staged files in %d table versions, %d current files; %d columns, key %s%s",
+        database, table, len(staged_files), len(staged), sum(len(f) for _, f in prior_groups), len(merged.image),
+        list(key), "" if unique else " (no primary key: every column)",
+    )
+    changes_folder = f"{target.rstrip('/')}/changes/{database}/{table}"
+    current_folder = f"{target.rstrip('/')}/current/{database}/{table}"
+    scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
+    settings = {
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # the contract's timestamp[us], not INT96
+        "spark.sql.session.timeZone": "UTC",  # key values collected and sent back keep their instant
+        # Spark writes Arrow batches of nested columns (the _before struct, lists, maps) in time that grows
+        # faster than the batch: 1000 rows measured 3x faster than the default 10000
+        "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
+    }
+    with _session_conf(spark, settings):
+        rows = _read_groups(spark, staged, merged, 0, False) or _empty_frame(spark, merged, False)
+        prior = _read_groups(spark, prior_groups, merged, len(staged), True)
+        rows = _with_keys(rows, key)
+        roots, key_changes = _key_roots(spark, rows)
+        rows = _grouped(rows, roots)
+        touched = rows.select(F.col(GROUP_KEY).alias("__touched")).distinct()
+        untouched = None
+        if prior is not None:
+            prior = _grouped(_with_keys(prior, key), roots)
+            condition = prior[GROUP_KEY].eqNullSafe(touched["__touched"])
+            untouched = prior.join(touched, condition, "left_anti").select(*merged.schema.names)
+            rows = rows.unionByName(prior.join(touched, condition, "left_semi"))
+        folded = (
+            rows.repartition(partitions or int(spark.conf.get("spark.sql.shuffle.partitions")), GROUP)
+            .sortWithinPartitions(GROUP, F.col(PRIOR).desc(), *_order_columns())
+            .drop(KEY_BEFORE, KEY_AFTER, KEY, GROUP_KEY)
+            .mapInArrow(functools.partial(fold_batches, plan=plan), _fold_schema(merged))
+            .transform(_split_lists)
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        try:
+            counts = folded.agg(
+                F.count(F.when(~F.col(PRIOR), 1)).alias("changes"), F.count(F.when(F.col(FINAL), 1)).alias("final")
+            ).first()
+            log.info("%s.%s: folded %d changes in %.1f s", database, table, counts["changes"], time.monotonic() - started)
+            changes = folded.filter(~F.col(PRIOR)).drop(FINAL, PRIOR)
+            latest = folded.filter(F.col(FINAL)).drop(COMMIT_DATE, FINAL, PRIOR)
+            if untouched is not None:
+                latest = latest.unionByName(untouched)
+            prior_rows = _rows([name for _, files in prior_groups for name in files])
+            _sorted_frame(changes, counts["changes"], rows_per_file, [F.col(COMMIT_DATE), *_order_columns()]).write.mode(
+                "overwrite"
+            ).partitionBy(COMMIT_DATE).parquet(f"{scratch}/changes")
+            _sorted_frame(latest, counts["final"] + prior_rows, rows_per_file, _order_columns()).write.mode(
+                "overwrite"
+            ).parquet(f"{scratch}/current")
+        finally:
+            folded.unpersist()
+    changes_files = _publish_files(f"{scratch}/changes", changes_folder, run_name, replace=False)
+    current_files = _publish_files(f"{scratch}/current", current_folder, run_name, replace=True)
+    _remove(scratch)
+    result = MaterializeResult(
+        merged, key, unique, _rows(changes_files), _rows(current_files), key_changes,
+        changes_files, current_files, time.monotonic() - started,
+    )
+    log.info(
+        "%s.%s: %d changes into %d files, %d current rows (%d kept as they were) into %d files, %.1f s",
+        database, table, result.changes_rows, len(changes_files), result.current_rows,
+        result.current_rows - counts["final"], len(current_files), result.seconds,
+    )
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m spark_jobs.materialize``: one table's staged files into a run folder."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("staged", nargs="*", help="staged Parquet files of the table")
+    parser.add_argument("--database", required=True)
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--key", action="append", default=[], help="a primary key column (repeat); none: every column")
+    parser.add_argument("--current", help="the warehouse's current/<db>/<table>/ folder")
+    parser.add_argument("--target", required=True, help="the run folder")
+    parser.add_argument("--run-name", required=True)
+    parser.add_argument("--partitions", type=int)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.appName(f"binlake materialize {args.database}.{args.table}").getOrCreate()
+    result = materialize(
+        spark, args.staged, database=args.database, table=args.table, key_columns=args.key, current=args.current,
+        target=args.target, run_name=args.run_name, partitions=args.partitions,
+    )
+    print(f"{result.changes_rows} changes, {result.current_rows} current rows, {result.seconds:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
