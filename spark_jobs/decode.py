@@ -55,7 +55,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
-from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -70,6 +69,7 @@ from binlog_codec.rows import RowRecord
 from binlog_codec.table_map import TableMap
 from binlog_codec.transactions import Transaction
 
+from .layout import path_part
 from .splits import DEFAULT_TARGET_BYTES, FilePlan, Split, SplitPlan, plan_splits, split_rows, split_transactions
 
 log = logging.getLogger(__name__)
@@ -163,11 +163,6 @@ class DecodeResult:
 # -- executors: one split ---------------------------------------------------------
 
 
-def _path_part(name: str) -> str:
-    """A database or table name as one path component (``/``, ``.``, ``%`` and the like percent-encoded)."""
-    return quote(name, safe=" $-_@").replace(".", "%2E") or "%00"
-
-
 class _VersionFile:
     """The Parquet file of one table version's rows in one split, written in batches."""
 
@@ -176,7 +171,7 @@ class _VersionFile:
         self.table = table
         self.flavour = split.flavour
         self.relative = "/".join([
-            IMAGES, _path_part(table.database), _path_part(table.table),
+            IMAGES, path_part(table.database), path_part(table.table),
             f"schema_id={self.builder.schema_id}", f"part-{split.stem}.parquet",
         ])
         self.target = work_dir / self.relative

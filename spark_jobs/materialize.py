@@ -147,6 +147,8 @@ from pyarrow import fs as pafs
 
 from binlog_codec.arrow import BEFORE_PREFIX
 
+from .layout import table_folder
+
 log = logging.getLogger(__name__)
 
 # Change columns of the warehouse contract this step reads or writes.
@@ -1095,8 +1097,8 @@ def materialize(
         database, table, len(staged_files), len(staged), sum(len(f) for _, f in prior_groups), len(merged.image),
         list(key), "" if unique else " (no primary key: every column)",
     )
-    changes_folder = f"{target.rstrip('/')}/changes/{database}/{table}"
-    current_folder = f"{target.rstrip('/')}/current/{database}/{table}"
+    changes_folder = table_folder(target, "changes", database, table)
+    current_folder = table_folder(target, "current", database, table)
     scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
     settings = {
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # the contract's timestamp[us], not INT96

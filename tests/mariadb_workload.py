@@ -287,16 +287,28 @@ def _track_ids(ops: list[Operation]) -> None:
 
 def statements(database: str, row_image: str) -> str:
     """The whole workload as one session: zero dates allowed, TIMESTAMPs in UTC."""
+    return switching_statements(database, (row_image,))
+
+
+def switching_statements(database: str, row_images: tuple[str, ...]) -> str:
+    """The workload with the row image switched mid-stream: the statements in as many equal
+    parts as ``row_images``, each part under the next image and, after the first, in a
+    binlog file of its own."""
     lines = [
         f"CREATE DATABASE `{database}`;",
         f"USE `{database}`;",
         "SET SESSION sql_mode = '';",
         "SET SESSION time_zone = '+00:00';",
         "SET SESSION max_statement_time = 0;",
-        f"SET SESSION binlog_row_image = {row_image};",
     ]
     lines += [table.ddl() for table in TABLES]
-    lines += [op.sql() for op in operations()]
+    ops = operations()
+    size = -(-len(ops) // len(row_images))
+    for part, image in enumerate(row_images):
+        if part:
+            lines.append("FLUSH BINARY LOGS;")
+        lines.append(f"SET SESSION binlog_row_image = {image};")
+        lines += [op.sql() for op in ops[part * size : (part + 1) * size]]
     return "\n".join(lines) + "\n"
 
 

@@ -27,7 +27,8 @@ from binlog_codec.table_map import sql_type
 from binlog_codec.transactions import scan_transactions
 from fixture_facts import BAD_FILES, good_files, path
 from mariadb import binlog_of
-from spark_jobs.decode import TRANSACTION_SCHEMA, _path_part, decode
+from spark_jobs.decode import TRANSACTION_SCHEMA, decode
+from spark_jobs.layout import name_of, path_part
 
 KEY = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_binlog_inner_offset", "ascending"),
        ("_row_index", "ascending")]
@@ -229,7 +230,8 @@ def test_a_bad_file_fails_with_the_located_error_and_stages_nothing(spark, tmp_p
 
 def test_database_and_table_names_are_one_path_component_each():
     names = ["sakila", "a/b", "..", "x.y", "100%", "with space"]
-    assert [_path_part(name) for name in names] == ["sakila", "a%2Fb", "%2E%2E", "x%2Ey", "100%25", "with space"]
+    assert [path_part(name) for name in names] == ["sakila", "a%2Fb", "%2E%2E", "x%2Ey", "100%25", "with space"]
+    assert [name_of(path_part(name)) for name in names] == names
 
 
 @pytest.mark.integration
