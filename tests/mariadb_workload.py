@@ -271,6 +271,30 @@ def operations() -> list[Operation]:
     return ops
 
 
+# A schema change: ``numbers`` gets a wider ``ti`` and a new cp1251 column, then changes use both.
+EVOLUTION = "ALTER TABLE `numbers` MODIFY `ti` SMALLINT, ADD COLUMN `extra` VARCHAR(20) CHARSET cp1251 NULL;"
+EVOLVED_TABLES = tuple(
+    Table(
+        "numbers",
+        tuple(_ints("ti", "SMALLINT", -32768, 32767) if c.name == "ti" else c for c in table.columns)
+        + (_col("extra", "VARCHAR(20) CHARSET cp1251 NULL", TEXT, "'ещё раз'", "'Ґ'"),),
+    )
+    if table.name == "numbers"
+    else table
+    for table in TABLES
+)
+
+
+def evolution_operations() -> list[Operation]:
+    """After :data:`EVOLUTION`: the new column set, the wider column beyond its old range, a new row."""
+    numbers = next(t for t in EVOLVED_TABLES if t.name == "numbers")
+    return [
+        Operation("update", numbers, 1, {"extra": "'ещё раз'"}),
+        Operation("update", numbers, 3, {"ti": "-300"}),
+        Operation("insert", numbers, 300, {c.name: c.values[1 % len(c.values)] for c in numbers.columns}),
+    ]
+
+
 def _other_value(column: Column, k: int, step: int = 0) -> str:
     """A literal other than the one row k got at insert (and, with ``step``, at its first update)."""
     return column.values[(k + 1 + step) % len(column.values)] if len(column.values) > 1 else "NULL"
@@ -290,10 +314,11 @@ def statements(database: str, row_image: str) -> str:
     return switching_statements(database, (row_image,))
 
 
-def switching_statements(database: str, row_images: tuple[str, ...]) -> str:
+def switching_statements(database: str, row_images: tuple[str, ...], evolve: bool = False) -> str:
     """The workload with the row image switched mid-stream: the statements in as many equal
     parts as ``row_images``, each part under the next image and, after the first, in a
-    binlog file of its own."""
+    binlog file of its own; with ``evolve``, then :data:`EVOLUTION` and
+    :func:`evolution_operations` under the last image."""
     lines = [
         f"CREATE DATABASE `{database}`;",
         f"USE `{database}`;",
@@ -309,6 +334,8 @@ def switching_statements(database: str, row_images: tuple[str, ...]) -> str:
             lines.append("FLUSH BINARY LOGS;")
         lines.append(f"SET SESSION binlog_row_image = {image};")
         lines += [op.sql() for op in ops[part * size : (part + 1) * size]]
+    if evolve:
+        lines += [EVOLUTION, *(op.sql() for op in evolution_operations())]
     return "\n".join(lines) + "\n"
 
 
