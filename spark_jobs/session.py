@@ -7,9 +7,9 @@ data between Python and the JVM as Arrow
 pickled rows) and works in UTC. A local master also gets what a laptop or a
 test wants: no web UI, few shuffle partitions, the loopback address, Python
 workers started with this interpreter (so they import ``binlog_codec`` from the
-same environment) and quiet JVM logs. On a cluster, executors need
-``binlog_codec`` and ``spark_jobs`` importable themselves (installed, or
-shipped with ``spark-submit --py-files``).
+same environment) and quiet JVM logs. On a cluster, the session ships
+``binlog_codec`` and ``spark_jobs`` to the executors as a zip
+(:func:`code_archive`); their Python needs pyarrow and zstandard installed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import tempfile
+import zipfile
+from pathlib import Path
 from typing import Mapping
 
 from pyspark.sql import SparkSession
@@ -24,6 +27,7 @@ from pyspark.sql import SparkSession
 log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
+PACKAGES = ("binlog_codec", "spark_jobs")
 DEFAULT_LOG_LEVEL = "WARN"
 
 COMMON_CONF = {
@@ -42,9 +46,20 @@ def local_conf() -> dict[str, str]:
         "spark.sql.shuffle.partitions": "8",
         "spark.driver.host": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
         "spark.driver.bindAddress": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
-        "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
+
+
+def code_archive() -> Path:
+    """A zip of ``binlog_codec`` and ``spark_jobs`` as this driver has them, shipped to a
+    cluster's executors (what ``spark-submit --py-files`` does), so they run the same code."""
+    root = Path(__file__).resolve().parent.parent
+    archive = Path(tempfile.mkdtemp(prefix="binlake-code-")) / "binlake.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as bundle:
+        for package in PACKAGES:
+            for source in sorted((root / package).rglob("*.py")):
+                bundle.write(source, source.relative_to(root))
+    return archive
 
 
 def master_of(master: str | None = None) -> str:
@@ -61,15 +76,19 @@ def build_session(
     """A SparkSession (an existing one is reused, as ``getOrCreate`` does); ``conf`` overrides the defaults."""
     master = master_of(master)
     settings = dict(COMMON_CONF)
+    # PySpark starts its workers with $PYSPARK_PYTHON, else whatever "python3" is on the PATH:
+    # by default, executors run this interpreter (on a cluster: the same path on every machine).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     if master.startswith("local"):
         settings.update(local_conf())
-        # PySpark starts its workers with $PYSPARK_PYTHON, else whatever "python3" is on the PATH.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings.update(conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    if not master.startswith("local"):
+        spark.sparkContext.addPyFile(str(code_archive()))
     log.info("Spark %s session on %s (%d default partitions)", spark.version, master, spark.sparkContext.defaultParallelism)
     return spark
