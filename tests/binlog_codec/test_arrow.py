@@ -49,6 +49,7 @@ from binlog_codec.table_map import Column, ColumnType, TableMap, table_map
 from binlog_codec.value_encoder import value_encoder
 from binlog_codec.values import value_decoder
 from fixture_facts import good_files, path
+from typed_values import typed
 
 PROPERTIES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -72,19 +73,6 @@ def set_(labels=None, length=1) -> Column:
 def stored(value, col: Column):
     """``value`` converted for ``col``, stored in an Arrow array and read back."""
     return pa.array([to_arrow(value, col)], type=arrow_type(col))[0].as_py()
-
-
-def typed(value):
-    """``value`` with its types spelled out: 1 and Decimal(1) differ, so do Decimal scales, 0.0 and -0.0."""
-    if isinstance(value, list):
-        return [typed(item) for item in value]
-    if isinstance(value, float):
-        return ("float", value.hex())
-    if isinstance(value, Decimal):
-        return ("Decimal", value.as_tuple())
-    if isinstance(value, datetime):
-        return ("datetime", value, value.utcoffset())
-    return (type(value).__name__, value)
 
 
 # ---------------------------------------------------------------------------
