@@ -27,10 +27,12 @@ import contextlib
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -51,11 +53,21 @@ ROW_KINDS = ("insert", "update", "delete")
 PYMYSQLREPLICATION = "python-mysql-replication"
 CODEC_ROWS = "binlog-codec rows"
 READ_ROWS = "python read_rows"
+INGEST_1 = "spark ingest local[1]"
+INGEST_2 = "spark ingest local[2]"
 # Rows/s of the first entry over rows/s of the second (same as seconds of the
 # second over seconds of the first): above 1, the first is faster.
-RATIOS = [(CODEC_ROWS, PYMYSQLREPLICATION), (READ_ROWS, PYMYSQLREPLICATION)]
-# What binlog-codec rows aims at on one core.
-TARGETS = {"rows_per_s": 100_000, "vs_python_mysql_replication": 5.0}
+RATIOS = [(CODEC_ROWS, PYMYSQLREPLICATION), (READ_ROWS, PYMYSQLREPLICATION), (INGEST_2, INGEST_1)]
+# Seconds of the first entry over seconds of the second: how many times as long
+# the first takes.
+TIME_RATIOS = [(INGEST_2, CODEC_ROWS)]
+# What binlog-codec rows aims at on one core, and how the ingest scales from one
+# core to two (rows/s of local[2] over rows/s of local[1]).
+TARGETS = {"rows_per_s": 100_000, "vs_python_mysql_replication": 5.0, "ingest_local2_vs_local1": 1.7}
+# Runs of each ingest measurement (--ingest-repeat): each takes minutes.
+INGEST_REPEAT = 1
+# Where the ingest measurements keep their source folder, warehouses and logs.
+INGEST_DIR = make_binlog.BENCH_DIR / "ingest"
 # Reader's server id: any id but the server's own (1).
 REPLICA_SERVER_ID = 4242
 
@@ -132,10 +144,147 @@ def mariadb_binlog_row_counts(path: Path, mariadb_binlog: str) -> dict:
     return {"rows": sum(counts.values()), **counts}
 
 
+# -- end-to-end ingest ------------------------------------------------------------------
+
+# The ingest's log lines (logging's default asctime, then level and logger).
+LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) ([\w.]+): (.*)$")
+SUMMARY_LINE = re.compile(r"^run (\w+): (\d+) files, ([\d,]+) bytes, ([\d,]+) row changes in ([\d.]+) s$")
+TABLE_LINE = re.compile(r"^  (\S+): ([\d,]+)$")
+
+
+def ingest_source(path: Path) -> Path:
+    """A source folder holding just ``path``: a hard link to it (a symlink when
+    a link is impossible), under ``.bench/ingest/source``."""
+    source = INGEST_DIR / "source"
+    if source.exists():
+        shutil.rmtree(source)
+    source.mkdir(parents=True)
+    try:
+        os.link(path, source / path.name)
+    except OSError:
+        os.symlink(path, source / path.name)
+    return source
+
+
+def _log_time(stamp: str) -> float:
+    """Seconds since the epoch of a log line's local-time stamp."""
+    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def ingest_phases(log_text: str, started: float, ended: float) -> dict:
+    """Where a run's wall time went, from its log lines (seconds, rounded):
+    ``startup`` (interpreter, JVM and Spark session), ``plan`` (checkpoint,
+    discovery, split planning), ``decode`` (the Spark decode job and staging),
+    ``materialize`` (all tables; per table in ``materialize_tables``: its
+    ``seconds``, of which ``fold`` up to the folded changes being counted and
+    ``write`` the sorted changes and current rows written and moved into the
+    run folder),
+    ``publish`` (metadata, run record, checkpoint and the commit) and
+    ``shutdown`` (stopping Spark, the process exiting)."""
+    marks: dict[str, float] = {}
+    tables: dict[str, dict] = {}
+    folded: dict[str, float] = {}
+    table_start = None
+    decode_reported = None
+    for line in log_text.splitlines():
+        m = LOG_LINE.match(line)
+        if not m:
+            continue
+        t, logger, message = _log_time(m[1]), m[3], m[4]
+        if logger == "spark_jobs.session" and "session on" in message:
+            marks.setdefault("session", t)
+        elif logger == "spark_jobs.decode" and message.startswith("decoding "):
+            marks["decode_start"] = t
+        elif logger == "spark_jobs.decode" and message.startswith("decoded "):
+            marks["decode_end"] = table_start = t
+            found = re.search(r" in ([\d.]+)s", message)
+            decode_reported = float(found[1]) if found else None
+        elif logger == "spark_jobs.materialize" and (found := re.match(r"^(\S+): folded \d+ changes in ([\d.]+) s$", message)):
+            folded[found[1]] = float(found[2])
+        elif logger == "spark_jobs.ingest" and re.match(r"^\S+: \d+ changes, \d+ current rows$", message):
+            name = message.split(":")[0]
+            seconds = round(t - table_start, 2) if table_start else None
+            fold = folded.get(name)
+            tables[name] = {"seconds": seconds, "fold": fold,
+                            "write": round(seconds - fold, 2) if seconds is not None and fold is not None else None}
+            marks["materialize_end"] = table_start = t
+        elif logger == "spark_jobs.publish" and " committed: " in message:
+            marks["committed"] = t
+    order = [("startup", started, marks.get("session")),
+             ("plan", marks.get("session"), marks.get("decode_start")),
+             ("decode", marks.get("decode_start"), marks.get("decode_end")),
+             ("materialize", marks.get("decode_end"), marks.get("materialize_end")),
+             ("publish", marks.get("materialize_end", marks.get("decode_end")), marks.get("committed")),
+             ("shutdown", marks.get("committed"), ended)]
+    phases = {name: round(b - a, 2) if a is not None and b is not None else None for name, a, b in order}
+    phases["materialize_tables"] = tables
+    phases["decode_reported"] = decode_reported
+    return phases
+
+
+def _traceback(text: str, limit: int = 6000) -> str:
+    """The last Python traceback in ``text`` (else its tail), at most ``limit`` characters."""
+    at = text.rfind("Traceback (most recent call last)")
+    part = text[at:] if at >= 0 else text
+    part = part.strip()
+    return part if len(part) <= limit else "...\n" + part[-limit:]
+
+
+def spark_ingest(path: Path, master: str, timeout: float) -> tuple[float, dict]:
+    """``python -m spark_jobs.ingest`` over a folder holding just ``path`` into a
+    fresh warehouse, as its own process (its own JVM). Returns the wall time of
+    the whole command and what the run reported (rows, per table, phases).
+    Output goes to ``.bench/ingest/<master>.log``; the warehouse is kept until
+    the next run."""
+    tag = re.sub(r"[^\w]+", "-", master).strip("-")
+    source = ingest_source(path)
+    warehouse = INGEST_DIR / f"warehouse-{tag}"
+    if warehouse.exists():
+        shutil.rmtree(warehouse)
+    log_path = INGEST_DIR / f"{tag}.log"
+    argv = [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source),
+            "--warehouse", str(warehouse), "--master", master]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p))
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    with open(log_path, "wb") as log_file:
+        started = time.time()
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log_file, timeout=timeout,
+                                  cwd=REPO_ROOT, env=env)
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimeError(f"timed out after {timeout:.0f} s; log in {log_path.relative_to(REPO_ROOT)}") from exc
+        seconds = time.perf_counter() - t0
+        ended = time.time()
+    stdout = proc.stdout.decode(errors="replace")
+    log_text = log_path.read_text(errors="replace")
+    if proc.returncode != 0:
+        raise RuntimeError(f"exit {proc.returncode} (log in {log_path.relative_to(REPO_ROOT)}):\n"
+                           f"{_traceback(log_text)}")
+    lines = stdout.strip().splitlines()
+    summary = SUMMARY_LINE.match(lines[0]) if lines else None
+    if summary is None:
+        raise RuntimeError(f"no run summary on stdout: {stdout.strip()[-800:]!r}")
+    tables = {m[1]: int(m[2].replace(",", "")) for m in map(TABLE_LINE.match, lines[1:]) if m}
+    return seconds, {
+        "rows": int(summary[4].replace(",", "")),
+        "bytes": int(summary[3].replace(",", "")),
+        "tables": tables,
+        "run_seconds": float(summary[5]),
+        "phases": ingest_phases(log_text, started, ended),
+        "log": str(log_path.relative_to(REPO_ROOT)),
+        "warehouse": str(warehouse.relative_to(REPO_ROOT)),
+    }
+
+
 # What is measured. Each entry is either a command ("argv", with {file} and
-# {mariadb_binlog} substituted) or an in-process Python callable ("python",
+# {mariadb_binlog} substituted), an in-process Python callable ("python",
 # called with the file's Path; with "server": True also with the running
-# server that wrote the file). Add entries here for new measurements.
+# server that wrote the file) or an end-to-end Spark ingest ("ingest": the
+# master URL; run --ingest-repeat times). Add entries here for new measurements.
 BENCHMARKS: list[dict] = [
     {
         "name": "mariadb-binlog",
@@ -178,6 +327,18 @@ BENCHMARKS: list[dict] = [
         "server": True,
         "what": "BinLogStreamReader from the server that wrote the file "
                 "(Unix socket, blocking=False, rows events only): for row in event.rows",
+    },
+    {
+        "name": INGEST_1,
+        "ingest": "local[1]",
+        "what": "python -m spark_jobs.ingest --master local[1]: the file into a fresh warehouse "
+                "(decode, materialize, publish; 64 MB splits), JVM start included",
+    },
+    {
+        "name": INGEST_2,
+        "ingest": "local[2]",
+        "what": "python -m spark_jobs.ingest --master local[2]: the file into a fresh warehouse "
+                "(decode, materialize, publish; 64 MB splits), JVM start included",
     },
 ]
 
@@ -237,11 +398,32 @@ def run_command(argv: list[str], timeout: float) -> float:
     return seconds
 
 
+def _load() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
 def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -> dict:
     result: dict = {"name": bench["name"], "what": bench.get("what")}
     times: list[float] = []
+    # The machine's 1-minute load average before and after the runs: other
+    # work on the machine slows every measurement down.
+    load_before = _load()
     try:
-        if "python" in bench:
+        if "ingest" in bench:
+            result["command"] = (f"python -m spark_jobs.ingest --source {INGEST_DIR.relative_to(REPO_ROOT)}/source "
+                                 f"--warehouse <fresh> --master {bench['ingest']}")
+            runs = []
+            for _ in range(repeat):
+                seconds, out = spark_ingest(path, bench["ingest"], timeout)
+                times.append(seconds)
+                runs.append(out)
+            # What the fastest run reported; the phases of every run.
+            result["returned"] = runs[times.index(min(times))]
+            result["all_phases"] = [run["phases"] for run in runs]
+        elif "python" in bench:
             result["command"] = f"python: {bench.get('what')}"
             # Entries marked "server" get the running server that wrote the
             # file as a second argument; it is stopped after their runs.
@@ -267,6 +449,7 @@ def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -
                 times.append(run_command(argv, timeout))
     except Exception as exc:  # noqa: BLE001 - every failure is recorded
         result["error"] = f"{type(exc).__name__}: {exc}"
+    result["load_average"] = [load_before, _load()]
     if times:
         result["seconds"] = round(min(times), 4)
         result["all_seconds"] = [round(t, 4) for t in times]
@@ -276,6 +459,8 @@ def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")
+    ap.add_argument("--ingest-repeat", type=int, default=INGEST_REPEAT,
+                    help="runs per Spark ingest measurement (best is kept)")
     ap.add_argument("--only", nargs="*", help="names of the measurements to run")
     ap.add_argument("--target-mb", type=int, default=make_binlog.DEFAULT_TARGET_MB)
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
@@ -302,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
         "mariadb_binlog": shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog"),
     }
 
+    load_at_start = _load()
     # The event count comes from binlog-codec's framing scan.
     event_count = None
     count_error = None
@@ -313,7 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for bench in benches:
         print(f"timing {bench['name']} ...", file=sys.stderr, flush=True)
-        results.append(measure(bench, path, args.repeat, args.timeout, tools))
+        repeat = args.ingest_repeat if "ingest" in bench else args.repeat
+        results.append(measure(bench, path, repeat, args.timeout, tools))
     by_name = {r["name"]: r for r in results}
 
     # Row changes, counted by each reader that decodes them. The row count
@@ -341,6 +528,11 @@ def main(argv: list[str] | None = None) -> int:
         if len(counted) > 1 else None
     )
 
+    # The ingest's own count of row changes (all tables) is checked against it.
+    for r in results:
+        if "ingest" in next(b for b in benches if b["name"] == r["name"]) and isinstance(r.get("returned"), dict):
+            r["rows_match_row_count"] = r["returned"].get("rows") == row_count if row_count else None
+
     base = by_name.get(BASELINE) if "seconds" in by_name.get(BASELINE, {}) else None
     for r in results:
         if "seconds" not in r:
@@ -355,6 +547,11 @@ def main(argv: list[str] | None = None) -> int:
     for ours, theirs in RATIOS:
         if "seconds" in by_name.get(ours, {}) and "seconds" in by_name.get(theirs, {}):
             ratios[f"{ours} / {theirs}"] = round(by_name[theirs]["seconds"] / by_name[ours]["seconds"], 2)
+    for ours, theirs in TIME_RATIOS:
+        if "seconds" in by_name.get(ours, {}) and "seconds" in by_name.get(theirs, {}):
+            ratios[f"seconds of {ours} / seconds of {theirs}"] = round(
+                by_name[ours]["seconds"] / by_name[theirs]["seconds"], 2)
+    scaling = ratios.get(f"{INGEST_2} / {INGEST_1}")
     codec_rows = by_name.get(CODEC_ROWS, {})
     targets = {
         **TARGETS,
@@ -363,6 +560,7 @@ def main(argv: list[str] | None = None) -> int:
             ratios[f"{CODEC_ROWS} / {PYMYSQLREPLICATION}"] >= TARGETS["vs_python_mysql_replication"]
             if f"{CODEC_ROWS} / {PYMYSQLREPLICATION}" in ratios else None
         ),
+        "ingest_local2_vs_local1_met": scaling >= TARGETS["ingest_local2_vs_local1"] if scaling is not None else None,
     }
 
     report = {
@@ -376,13 +574,16 @@ def main(argv: list[str] | None = None) -> int:
         "row_counts": row_counts,
         "row_counts_agree": row_counts_agree,
         "repeat": args.repeat,
+        "ingest_repeat": args.ingest_repeat,
         "baseline": BASELINE,
         "ratio_means": "seconds / seconds of the baseline (lower is faster)",
         "ratios": ratios,
-        "ratios_mean": "rows/s of the first / rows/s of the second (above 1: the first is faster)",
+        "ratios_mean": "rows/s of the first / rows/s of the second (above 1: the first is faster); "
+                       "'seconds of A / seconds of B': how many times as long A takes as B",
         "targets": targets,
         "machine": {
             "cores": os.cpu_count(),
+            "load_average_at_start": load_at_start,
             "platform": platform.platform(),
             "processor": platform.processor() or platform.machine(),
         },
@@ -417,11 +618,19 @@ def main(argv: list[str] | None = None) -> int:
             )
         else:
             print(f"  {r['name']:<32} ERROR {r.get('error')}", file=sys.stderr)
+    print(f"  load average (1 min) at start: {load_at_start}; per measurement, before and after: "
+          + ", ".join(f"{r['name']} {r['load_average']}" for r in results), file=sys.stderr)
     for name, counts in row_counts.items():
         print(f"  rows counted by {name}: {counts}", file=sys.stderr)
     print(f"  row counts agree: {row_counts_agree}", file=sys.stderr)
     for name, value in ratios.items():
-        print(f"  {name}: {value}x rows/s", file=sys.stderr)
+        print(f"  {name}: {value}x{'' if name.startswith('seconds of') else ' rows/s'}", file=sys.stderr)
+    for r in results:
+        phases = (r.get("returned") or {}).get("phases") if isinstance(r.get("returned"), dict) else None
+        if phases:
+            shown = ", ".join(f"{k} {v:.1f} s" for k, v in phases.items() if isinstance(v, (int, float))
+                              and k != "decode_reported")
+            print(f"  {r['name']} phases: {shown}", file=sys.stderr)
     print(f"results written to {RESULTS.relative_to(REPO_ROOT)}", file=sys.stderr)
     return 0
 
