@@ -10,11 +10,17 @@ of read_rows, python-mysql-replication and ``mariadb-binlog -v`` are compared,
 and the rows/s of binlog-codec are set against python-mysql-replication's.
 Results go to ``.bench/results.json`` and stdout.
 
+The Spark pipeline is timed end to end as well: ``python -m spark_jobs.ingest``
+over a folder holding just that file into a new warehouse, once with
+``--master local[1]`` and once with ``local[2]`` (``--ingest-repeat`` runs
+each), with how it scales and how it compares with ``binlog-codec rows``, and
+the time of each phase (decode, materialize, publish) from its log.
+
 python-mysql-replication reads the file as a replica does: the server that
 wrote it (data kept in ``.bench/mdb``) is started for that measurement,
 streams the file over its Unix socket, and is shut down afterwards.
 
-    python benchmarks/run.py [--repeat 3] [--only NAME ...] [--target-mb 200] [--file BINLOG]
+    python benchmarks/run.py [--repeat 3] [--ingest-repeat 1] [--only NAME ...] [--target-mb 200] [--file BINLOG]
 
 A missing tool or a failing command is recorded as an error in the results;
 the other measurements still run.
