@@ -379,26 +379,14 @@ TABLE_SCHEMA = pa.schema([
 
 
 def _schema_column(column: Column, flavour: str) -> dict[str, Any]:
-    found = None if column.collation_id is None else charsets.collation(column.collation_id, flavour)
-    values = table_map.column_values(column, flavour)
+    """:func:`~binlog_codec.table_map.column_description`, named as the row images name the column,
+    with its Arrow type and primary-key role."""
     geometry = column.geometry_type
     return {
-        "index": column.index,
+        **table_map.column_description(column, flavour),
         "name": column.display_name,
-        "sql_type": table_map.sql_type(column, flavour),
         "arrow_type": str(arrow_type(column, flavour)),
-        "type_code": column.type_code,
-        "real_type": column.real_type,
-        "nullable": column.nullable,
-        "unsigned": column.unsigned,
-        "charset": found and found.charset,
-        "collation": found and found.name,
-        "collation_id": column.collation_id,
-        "enum_values": values if column.real_type == ColumnType.ENUM else None,
-        "set_values": values if column.real_type == ColumnType.SET else None,
         "geometry_type": None if geometry is None else table_map.GEOMETRY_TYPES.get(geometry, str(geometry)),
-        "visible": column.visible,
-        "vector_dimension": column.vector_dimension,
         "primary_key_position": column.primary_key_position,
         "primary_key_prefix": column.primary_key_prefix,
     }

@@ -27,22 +27,18 @@ import time
 from typing import Iterable, TextIO
 
 from . import __version__, json_binary
-from .charsets import collation
 from .errors import BinlogError, CorruptEventError
 from .event_types import EventType
 from .events import Event, RowsEvent, TableMapEvent, decode
 from .reader import BinlogReader, RawEvent
 from .rows import read_rows
 from .table_map import (
-    GEOMETRY_TYPES,
     Column,
-    ColumnType,
     TableMap,
-    column_values,
+    column_description,
     decode_table_map,
     metadata_comment,
     printable,
-    sql_type,
 )
 from .transactions import scan_transactions
 
@@ -270,28 +266,6 @@ def _column_name(column: Column) -> str | None:
     return None if column.name is None else printable(column.name)
 
 
-def _column_json(column: Column, flavour: str) -> dict:
-    found = None if column.collation_id is None else collation(column.collation_id, flavour)
-    values = column_values(column, flavour)
-    return {
-        "index": column.index,
-        "name": _column_name(column),
-        "sql_type": sql_type(column, flavour),
-        "type_code": column.type_code,
-        "real_type": column.real_type,
-        "nullable": column.nullable,
-        "unsigned": column.unsigned,
-        "collation_id": column.collation_id,
-        "collation": found and found.name,
-        "charset": found and found.charset,
-        "enum_values": values if column.real_type == ColumnType.ENUM else None,
-        "set_values": values if column.real_type == ColumnType.SET else None,
-        "geometry_type": None if column.geometry_type is None else GEOMETRY_TYPES.get(column.geometry_type),
-        "visible": column.visible,
-        "vector_dimension": column.vector_dimension,
-    }
-
-
 def _metadata_json(raw: RawEvent, table: TableMap, flavour: str) -> str:
     return json.dumps(
         {
@@ -302,7 +276,7 @@ def _metadata_json(raw: RawEvent, table: TableMap, flavour: str) -> str:
             "database": table.database,
             "table": table.table,
             "metadata_level": table.metadata_level,
-            "columns": [_column_json(column, flavour) for column in table.columns],
+            "columns": [column_description(column, flavour) for column in table.columns],
             "primary_key": [
                 {"index": index, "name": _column_name(table.columns[index]), "prefix": prefix}
                 for index, prefix in table.primary_key

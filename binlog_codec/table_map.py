@@ -542,6 +542,32 @@ def _decoded_values(column: Column, found: charsets.Collation | None, flavour: s
     return [charsets.decode(value.encode("utf-8", "surrogateescape"), found.id, flavour) for value in values]
 
 
+def column_description(column: Column, flavour: str = "mysql") -> dict:
+    """A column as data, in the order ``binlog-codec metadata --json`` prints it: index,
+    ``name`` (printable, None without COLUMN_NAME), SQL type, type codes, nullability,
+    signedness, collation and charset, ENUM/SET values, geometry type, visibility and
+    VECTOR dimension."""
+    found = _collation(column, flavour)
+    values = column_values(column, flavour)
+    return {
+        "index": column.index,
+        "name": None if column.name is None else printable(column.name),
+        "sql_type": sql_type(column, flavour),
+        "type_code": column.type_code,
+        "real_type": column.real_type,
+        "nullable": column.nullable,
+        "unsigned": column.unsigned,
+        "collation_id": column.collation_id,
+        "collation": found and found.name,
+        "charset": found and found.charset,
+        "enum_values": values if column.real_type == ColumnType.ENUM else None,
+        "set_values": values if column.real_type == ColumnType.SET else None,
+        "geometry_type": None if column.geometry_type is None else GEOMETRY_TYPES.get(column.geometry_type),
+        "visible": column.visible,
+        "vector_dimension": column.vector_dimension,
+    }
+
+
 def column_values(column: Column, flavour: str = "mysql") -> list[str] | None:
     """The values of an ENUM or SET column as text in its character set (see
     :func:`printable` for bytes that are not), None when the table map does
