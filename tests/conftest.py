@@ -66,3 +66,33 @@ def mariadb(tmp_path_factory):
 def fixtures_dir() -> Path:
     """Directory of the shared binlog fixtures (never copied into the repo)."""
     return Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "binlogs"
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """A running private S3-compatible server (moto, started by ``infra/s3_server.sh`` on a
+    free loopback port), stopped at session end.
+
+    Attributes: ``endpoint_url``; method ``client()``: a boto3 S3 client with the dummy
+    credentials ``testing``/``testing`` in ``us-east-1``. Buckets are shared by the whole
+    session, so each test creates its own.
+    """
+    from s3_server import S3Server, S3ServerError, moto_server_missing
+
+    if moto_server_missing():
+        reason = "moto's server is not installed (pip install 'moto[server]')"
+        if _in_ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    server = S3Server(tmp_path_factory.mktemp("s3"))
+    try:
+        server.start()
+    except (S3ServerError, OSError) as exc:
+        pytest.fail(f"could not start a private S3 server: {exc}", pytrace=False)
+    try:
+        yield server
+    finally:
+        try:
+            server.stop()
+        except S3ServerError as exc:  # pragma: no cover - reported, not fatal
+            print(f"warning: stopping the S3 server failed: {exc}", file=sys.stderr)

@@ -1,0 +1,81 @@
+"""Test helper for a private S3-compatible server (moto in server mode).
+
+``S3Server`` drives ``infra/s3_server.sh`` to run a throw-away server on a
+free loopback port, its pid and log in one directory. Buckets live in the
+server's memory and are gone when it stops.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import boto3
+from botocore.config import Config
+
+from mariadb import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+INFRA_SCRIPT = REPO_ROOT / "infra" / "s3_server.sh"
+
+# Dummy credentials: the server accepts any, boto3 insists on having some.
+ACCESS_KEY = "testing"
+SECRET_KEY = "testing"
+REGION = "us-east-1"
+
+
+class S3ServerError(RuntimeError):
+    """The server could not be started or stopped."""
+
+
+def moto_server_missing() -> bool:
+    """True when this Python cannot run ``moto.server`` (moto installed without its server extra)."""
+    return importlib.util.find_spec("moto") is None or importlib.util.find_spec("flask") is None
+
+
+class S3Server:
+    """A moto server managed by ``infra/s3_server.sh``, run with this test session's Python."""
+
+    def __init__(self, directory: Path, port: int | None = None):
+        self.directory = Path(directory)
+        self.port = port or free_port()
+        self.endpoint_url = f"http://127.0.0.1:{self.port}"
+        self._env = dict(os.environ, PYTHON=sys.executable)
+
+    def _infra(self, *args: str, timeout: float = 60) -> str:
+        proc = subprocess.run(
+            ["bash", str(INFRA_SCRIPT), *args],
+            capture_output=True,
+            text=True,
+            env=self._env,
+            timeout=timeout,
+        )
+        if proc.returncode != 0:
+            raise S3ServerError(
+                f"infra/s3_server.sh {' '.join(args)} failed (exit {proc.returncode}):\n"
+                f"{proc.stdout}{proc.stderr}"
+            )
+        return proc.stdout
+
+    def start(self) -> "S3Server":
+        out = self._infra("start", str(self.directory), str(self.port))
+        info = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+        self.endpoint_url = info["endpoint"]
+        return self
+
+    def stop(self) -> None:
+        self._infra("stop", str(self.directory))
+
+    def client(self):
+        """A boto3 S3 client for this server (dummy credentials, path-style addressing)."""
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint_url,
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+            region_name=REGION,
+            config=Config(s3={"addressing_style": "path"}),
+        )
