@@ -1,0 +1,212 @@
+"""The binlake view in the Airflow 3 UI: checkpoints, lag, last runs and their quality.
+
+Airflow's API server mounts the FastAPI app below under ``/binlake``, and the
+``external_views`` entry puts a "binlake" link in the navigation that shows
+the page inside the Airflow UI. Two routes:
+
+- ``/binlake/`` — one server-rendered HTML page (no JavaScript): a table of
+  sources (checkpoint, newest binlog object, lag) and a table of the last runs
+  (rows per table, quality outcome, link to the run's Data Docs);
+- ``/binlake/quality/<path>`` — the warehouse's ``quality/`` folder, so the
+  Data Docs (Great Expectations' HTML report) of each run open from the page.
+
+The warehouse is found through :func:`plugins.settings.warehouse_path` on
+every request, so changing the Airflow Variable takes effect without a
+restart. The data comes from :func:`plugins.warehouse_status.status`.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+from html import escape
+from pathlib import Path
+from typing import Callable
+
+from airflow.plugins_manager import AirflowPlugin
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse
+
+from plugins.settings import warehouse_path
+from plugins.warehouse_status import RunStatus, SourceStatus, StoreFor, WarehouseStatus, status
+
+log = logging.getLogger(__name__)
+
+URL_PREFIX = "/binlake"
+QUALITY = "quality"
+
+
+def create_app(warehouse: Path | None = None, store_for: StoreFor | None = None) -> FastAPI:
+    """The view's app. ``warehouse`` fixes the warehouse (default: :func:`warehouse_path` per
+    request); ``store_for`` opens sources for listing (default: the Airflow S3 connection)."""
+    app = FastAPI(title="binlake", docs_url=None, redoc_url=None, openapi_url=None)
+
+    def current_warehouse() -> Path:
+        return warehouse if warehouse is not None else warehouse_path()
+
+    @app.get("/", response_class=HTMLResponse)
+    def overview(request: Request) -> str:
+        report = status(current_warehouse(), store_for)
+        return render_page(report, lambda relative: _docs_href(request, report.warehouse, relative))
+
+    @app.get("/quality/{path:path}", name=QUALITY)
+    def quality_file(path: str) -> FileResponse:
+        return FileResponse(_quality_file(current_warehouse(), path))
+
+    return app
+
+
+def _quality_file(warehouse: Path, path: str) -> Path:
+    """The file ``path`` names inside ``warehouse/quality`` (a folder gives its ``index.html``);
+    404 for anything else, including paths that climb out of the folder."""
+    root = (warehouse / QUALITY).resolve()
+    target = (root / path).resolve()
+    if target.is_dir():
+        target = target / "index.html"
+    if not target.is_relative_to(root) or not target.is_file():
+        raise HTTPException(status_code=404, detail=f"no such report: {path}")
+    return target
+
+
+def _docs_href(request: Request, warehouse: Path, relative: str | None) -> str | None:
+    """The URL of a Data Docs page given relative to the warehouse root, None when it is not there."""
+    if not relative or not relative.startswith(f"{QUALITY}/") or not (warehouse / relative).is_file():
+        return None
+    return request.url_for(QUALITY, path=relative.removeprefix(f"{QUALITY}/")).path
+
+
+# ---------------------------------------------------------------- HTML
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #1f2933; }
+h1 { font-size: 1.4rem; margin-bottom: 0.2rem; } h2 { font-size: 1.1rem; margin-top: 1.8rem; }
+.where { color: #52606d; font-size: 0.9rem; }
+table { border-collapse: collapse; margin-top: 0.5rem; }
+th, td { border-bottom: 1px solid #d9e2ec; padding: 0.35rem 0.8rem; text-align: left; vertical-align: top; }
+th { background: #f0f4f8; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+code { font-size: 0.9em; } .empty { color: #52606d; font-style: italic; }
+.ok { color: #107c41; font-weight: 600; } .bad { color: #c62828; font-weight: 600; }
+.unknown { color: #8d6e00; } .per-table { margin: 0; padding-left: 1rem; }
+"""
+
+
+def render_page(report: WarehouseStatus, docs_href: Callable[[str | None], str | None]) -> str:
+    """The whole HTML page; ``docs_href`` turns a run's Data Docs path into a link (or None)."""
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>binlake warehouse</title>"
+        f"<style>{STYLE}</style></head><body>"
+        "<h1>binlake warehouse</h1>"
+        f"<p class='where'>Warehouse <code>{escape(str(report.warehouse))}</code> &middot; as of {generated}</p>"
+        f"<h2>Sources</h2>{sources_table(report.sources)}"
+        f"<h2>Last runs</h2>{runs_table(report.runs, docs_href)}"
+        "</body></html>"
+    )
+
+
+def sources_table(sources: list[SourceStatus]) -> str:
+    """One row per source: checkpoint, newest binlog object, lag."""
+    if not sources:
+        return "<p class='empty'>No checkpoint yet: no run has been committed to this warehouse.</p>"
+    rows = "".join(
+        "<tr>"
+        f"<td><code>{escape(s.source)}</code></td>"
+        f"<td><code>{escape(s.checkpoint_file)}</code></td>"
+        f"<td class='num'>{s.checkpoint_position:,}</td>"
+        f"<td>{_newest(s)}</td>"
+        f"<td>{_lag(s)}</td>"
+        "</tr>"
+        for s in sources
+    )
+    return ("<table id='sources'><tr><th>source</th><th>checkpoint file</th><th>position</th>"
+            f"<th>newest binlog</th><th>lag</th></tr>{rows}</table>")
+
+
+def _newest(source: SourceStatus) -> str:
+    if source.newest_object is None:
+        return "<span class='unknown'>unknown</span>"
+    return f"<code>{escape(source.newest_object)}</code> ({_size(source.newest_size)})"
+
+
+def _lag(source: SourceStatus) -> str:
+    if source.lag_files is None:
+        return f"<span class='unknown'>unknown: {escape(source.unknown_reason or '')}</span>"
+    if source.up_to_date:
+        return "<span class='ok'>up to date</span>"
+    files = "1 file" if source.lag_files == 1 else f"{source.lag_files} files"
+    return f"<span class='bad'>{files}, {_size(source.lag_bytes)} behind</span>"
+
+
+def runs_table(runs: list[RunStatus], docs_href: Callable[[str | None], str | None]) -> str:
+    """One row per run, newest first: counts, rows per table, quality and its Data Docs."""
+    if not runs:
+        return "<p class='empty'>No runs yet.</p>"
+    rows = "".join(
+        "<tr>"
+        f"<td><code>{escape(run.run_id)}</code></td>"
+        f"<td>{_finished(run)}</td>"
+        f"<td class='num'>{'' if run.seconds is None else f'{run.seconds:.1f} s'}</td>"
+        f"<td class='num'>{run.inputs}</td>"
+        f"<td class='num'>{_size(run.bytes)}</td>"
+        f"<td class='num'>{run.rows:,}</td>"
+        f"<td>{_per_table(run.rows_per_table)}</td>"
+        f"<td>{_quality(run)}</td>"
+        f"<td>{_docs_link(docs_href(run.quality.data_docs))}</td>"
+        "</tr>"
+        for run in runs
+    )
+    return ("<table id='runs'><tr><th>run</th><th>finished</th><th>took</th><th>files</th><th>bytes</th>"
+            f"<th>rows</th><th>rows per table</th><th>quality</th><th>Data Docs</th></tr>{rows}</table>")
+
+
+def _finished(run: RunStatus) -> str:
+    return "" if run.finished is None else run.finished.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _per_table(rows_per_table: dict[str, int]) -> str:
+    if not rows_per_table:
+        return "<span class='empty'>no row changes</span>"
+    items = "".join(f"<li><code>{escape(table)}</code>: {rows:,}</li>" for table, rows in sorted(rows_per_table.items()))
+    return f"<ul class='per-table'>{items}</ul>"
+
+
+def _quality(run: RunStatus) -> str:
+    quality = run.quality
+    if not quality.validated:
+        return "<span class='empty'>not validated</span>"
+    if quality.success:
+        return "<span class='ok'>&#10003; passed</span>"
+    return f"<span class='bad'>&#10007; {quality.failing} failing</span>"
+
+
+def _docs_link(href: str | None) -> str:
+    return "" if href is None else f"<a href='{escape(href)}' target='_blank' rel='noopener'>Data Docs</a>"
+
+
+def _size(count: int | None) -> str:
+    """Bytes for people: ``812 B``, ``5.1 KiB``, ``3.2 MiB``."""
+    if count is None:
+        return ""
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            break
+        size /= 1024
+    return f"{count:,} B" if unit == "B" else f"{size:.1f} {unit}"
+
+
+# ---------------------------------------------------------------- Airflow
+
+
+class BinlakeViewPlugin(AirflowPlugin):
+    """Mounts the view under ``/binlake`` and adds it to the Airflow UI navigation."""
+
+    name = "binlake_view"
+    fastapi_apps = [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "binlake"}]
+    external_views = [{
+        "name": "binlake",
+        "href": f"{URL_PREFIX}/",
+        "destination": "nav",
+        "category": "browse",
+        "url_route": "binlake",
+    }]

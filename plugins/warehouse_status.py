@@ -1,0 +1,223 @@
+"""What a warehouse looks like right now: per source, how far it is ingested; the last runs.
+
+This is the data behind the binlake view in the Airflow UI
+(:mod:`plugins.binlake_view`), kept free of Airflow and FastAPI so that any
+Python process can call it::
+
+    from plugins.warehouse_status import status
+
+    report = status(Path("/data/warehouse"))
+    for source in report.sources:
+        print(source.source, source.checkpoint_file, source.lag_files, source.lag_bytes)
+
+Per source (each key of ``metadata/checkpoint.json``) it gives the committed
+checkpoint and, when the source can be listed, its newest binlog object and
+the **lag**: the files the next run would read and their unread bytes (the
+rest of the checkpoint's file past the committed position, plus every later
+file). A source that cannot be listed has its lag unknown, with the reason.
+
+The runs come from ``metadata/runs/*.parquet`` (one row per committed run),
+newest first, with their quality outcome when the run was validated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Callable
+
+import pyarrow.parquet as pq
+
+from spark_jobs.publish import read_checkpoint
+
+log = logging.getLogger(__name__)
+
+RUNS = Path("metadata") / "runs"
+DEFAULT_RUN_COUNT = 20
+BINLOG_NAME = re.compile(r"^(?P<base>.+)\.(?P<seq>\d+)$")  # mariadb-bin.000042; not mariadb-bin.index
+
+
+@dataclass(frozen=True)
+class SourceStatus:
+    """One source: its checkpoint, its newest binlog object and how far behind the warehouse is.
+
+    ``newest_*`` and ``lag_*`` are None when the source could not be listed;
+    ``unknown_reason`` then says why.
+    """
+
+    source: str
+    checkpoint_file: str
+    checkpoint_position: int
+    newest_object: str | None = None
+    newest_size: int | None = None
+    lag_files: int | None = None
+    lag_bytes: int | None = None
+    unknown_reason: str | None = None
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.lag_files == 0
+
+
+@dataclass(frozen=True)
+class Quality:
+    """A run's validation outcome; ``validated`` is False for runs recorded without one.
+
+    ``failing`` counts the failed checks over all tables; ``data_docs`` is the
+    Data Docs page, relative to the warehouse root.
+    """
+
+    validated: bool
+    success: bool = False
+    failing: int = 0
+    data_docs: str | None = None
+
+
+NOT_VALIDATED = Quality(validated=False)
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """One committed run, as ``metadata/runs`` recorded it."""
+
+    run_id: str
+    source: str | None
+    finished: datetime | None
+    seconds: float | None
+    inputs: int
+    bytes: int
+    rows: int
+    rows_per_table: dict[str, int] = field(default_factory=dict)
+    quality: Quality = NOT_VALIDATED
+
+
+@dataclass(frozen=True)
+class WarehouseStatus:
+    """The whole picture: the warehouse root, one entry per source, the last runs newest first."""
+
+    warehouse: Path
+    sources: list[SourceStatus]
+    runs: list[RunStatus]
+
+
+# A function giving the object store behind a source URI (``plugins.hooks.store_for``).
+StoreFor = Callable[[str], object]
+
+
+def status(warehouse: Path, store_for: StoreFor | None = None, *, run_count: int = DEFAULT_RUN_COUNT) -> WarehouseStatus:
+    """The status of ``warehouse``. ``store_for(uri)`` opens a source for listing (default:
+    :func:`plugins.hooks.store_for`, which takes S3 credentials from the Airflow connection);
+    at most ``run_count`` runs are returned."""
+    warehouse = Path(warehouse)
+    checkpoint = read_checkpoint(warehouse)
+    sources = [source_status(uri, position, store_for) for uri, position in sorted(checkpoint.items())]
+    return WarehouseStatus(warehouse, sources, last_runs(warehouse, run_count))
+
+
+# ---------------------------------------------------------------- sources
+
+
+def source_status(source: str, checkpoint: dict, store_for: StoreFor | None = None) -> SourceStatus:
+    """Checkpoint, newest object and lag of one source; lag unknown when listing it fails."""
+    committed = SourceStatus(source, checkpoint["file"], int(checkpoint["position"]))
+    try:
+        objects = list_binlogs(source, store_for)
+    except Exception as exc:  # unreachable store, missing credentials, deleted folder: shown, not fatal
+        log.warning("cannot list source %s: %s", source, exc)
+        return _unknown(committed, f"cannot list the source: {exc}")
+    return lag(committed, objects)
+
+
+def list_binlogs(source: str, store_for: StoreFor | None = None) -> list[tuple[str, int]]:
+    """The source's binlog objects as ``(name, size)`` in log order (by base name, then number)."""
+    store = (store_for or _default_store_for())(_as_uri(source))
+    found = []
+    for stored in store.list():
+        name = stored.name.rsplit("/", 1)[-1]
+        if BINLOG_NAME.match(name):
+            found.append((name, int(stored.size)))
+    return sorted(found, key=lambda item: _log_order(item[0]))
+
+
+def lag(committed: SourceStatus, objects: list[tuple[str, int]]) -> SourceStatus:
+    """``committed`` completed with the newest object and the lag behind it (the module text
+    says what the lag counts)."""
+    if not objects:
+        return _unknown(committed, "the source holds no binlog files")
+    names = [name for name, _ in objects]
+    newest, newest_size = objects[-1]
+    if committed.checkpoint_file not in names:
+        return _unknown(committed, f"the checkpoint's file {committed.checkpoint_file} is no longer in the source",
+                        newest=(newest, newest_size))
+    at = names.index(committed.checkpoint_file)
+    unread_here = max(objects[at][1] - committed.checkpoint_position, 0)
+    later = objects[at + 1:]
+    return replace(
+        committed, newest_object=newest, newest_size=newest_size,
+        lag_files=len(later) + (1 if unread_here else 0),
+        lag_bytes=unread_here + sum(size for _, size in later),
+    )
+
+
+def _unknown(committed: SourceStatus, reason: str, newest: tuple[str, int] | None = None) -> SourceStatus:
+    name, size = newest or (None, None)
+    return replace(committed, newest_object=name, newest_size=size, unknown_reason=reason)
+
+
+def _log_order(name: str) -> tuple[str, int]:
+    match = BINLOG_NAME.match(name)
+    return match["base"], int(match["seq"])
+
+
+def _as_uri(source: str) -> str:
+    """Checkpoint keys are URIs (``s3://``, ``file://``) or, for local runs, plain folder paths."""
+    return source if "://" in source else Path(source).resolve().as_uri()
+
+
+def _default_store_for() -> StoreFor:
+    from plugins.hooks import store_for  # Airflow-backed: imported only when a source is listed
+
+    return store_for
+
+
+# ---------------------------------------------------------------- runs
+
+
+def last_runs(warehouse: Path, count: int = DEFAULT_RUN_COUNT) -> list[RunStatus]:
+    """The ``count`` most recently finished runs of ``metadata/runs``, newest first."""
+    runs = [run_status(record) for path in sorted((Path(warehouse) / RUNS).glob("*.parquet"))
+            for record in pq.read_table(path).to_pylist()]
+    runs.sort(key=lambda run: (run.finished is not None, run.finished or datetime.min), reverse=True)
+    return runs[:count]
+
+
+def run_status(record: dict) -> RunStatus:
+    """One ``metadata/runs`` row; columns added by later versions (``source``, ``quality``)
+    may be missing from older rows."""
+    return RunStatus(
+        run_id=record["run_id"],
+        source=record.get("source"),
+        finished=record.get("finished"),
+        seconds=record.get("seconds"),
+        inputs=len(json.loads(record.get("inputs") or "[]")),
+        bytes=record.get("bytes") or 0,
+        rows=record.get("rows") or 0,
+        rows_per_table=json.loads(record.get("rows_per_table") or "{}"),
+        quality=quality_of(record.get("quality")),
+    )
+
+
+def quality_of(text: str | None) -> Quality:
+    """The ``quality`` column (JSON: ``success``, ``tables`` with their ``failures``,
+    ``data_docs``); None or empty means the run was not validated."""
+    if not text:
+        return NOT_VALIDATED
+    outcome = json.loads(text)
+    tables = outcome.get("tables") or []
+    failing = sum(len(table.get("failures") or []) for table in tables)
+    return Quality(validated=True, success=bool(outcome.get("success")), failing=failing,
+                   data_docs=outcome.get("data_docs"))

@@ -1,0 +1,165 @@
+"""plugins.warehouse_status: checkpoints, lag and runs of a warehouse.
+
+The main tests read a real warehouse: the bundled sample binlogs ingested by
+``spark_jobs.ingest`` (Spark local mode) in two runs, the source listed as a
+``file://`` folder through ``plugins.object_store``. Hand-built records cover
+the cases a real run does not produce on demand: quality outcomes, records of
+an older layout, sources that cannot be listed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from plugins.warehouse_status import NOT_VALIDATED, SourceStatus, lag, last_runs, quality_of, status
+from spark_jobs.publish import CHECKPOINT, read_checkpoint
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
+
+
+def open_store(uri: str):
+    from plugins.object_store import open_store as real_open_store  # written alongside, imported when used
+
+    return real_open_store(uri)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from spark_jobs.session import build_session
+
+    session = build_session("local[2]", app_name="binlake-status-tests", log_level="ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="module")
+def two_runs(spark, tmp_path_factory):
+    """A warehouse after two runs over the samples, with the status seen in between:
+    run 1 ingests ``mariadb-bin.000001``; then ``.000002`` lands in the source; run 2 ingests it."""
+    from spark_jobs.ingest import ingest
+
+    source, warehouse = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("warehouse")
+    shutil.copyfile(SAMPLES[0], source / SAMPLES[0].name)
+    first = ingest(str(source), str(warehouse), spark=spark, validation=False)
+    shutil.copyfile(SAMPLES[1], source / SAMPLES[1].name)
+    between = status(warehouse, open_store)
+    second = ingest(str(source), str(warehouse), spark=spark, validation=False)
+    return {"source": source, "warehouse": warehouse, "first": first, "second": second,
+            "between": between, "after": status(warehouse, open_store)}
+
+
+def test_a_new_binlog_in_the_source_is_one_file_of_lag(two_runs):
+    (source,) = two_runs["between"].sources
+    newest = SAMPLES[1]
+    assert source.source == str(two_runs["source"].resolve())
+    assert source.checkpoint_file == SAMPLES[0].name
+    assert source.newest_object == newest.name and source.newest_size == newest.stat().st_size
+    assert source.lag_files == 1
+    unread_of_first = SAMPLES[0].stat().st_size - source.checkpoint_position
+    assert source.lag_bytes == unread_of_first + newest.stat().st_size
+    assert source.unknown_reason is None and not source.up_to_date
+
+
+def test_after_the_next_run_the_source_is_up_to_date_at_the_checkpoint(two_runs):
+    (source,) = two_runs["after"].sources
+    committed = read_checkpoint(two_runs["warehouse"])[source.source]
+    assert (source.checkpoint_file, source.checkpoint_position) == (committed["file"], committed["position"])
+    assert source.checkpoint_file == SAMPLES[1].name
+    assert source.up_to_date and source.lag_bytes == 0
+
+
+def test_runs_are_listed_newest_first_with_their_counts(two_runs):
+    runs = two_runs["after"].runs
+    first, second = two_runs["first"], two_runs["second"]
+    assert [run.run_id for run in runs] == [second.run_id, first.run_id]
+    assert runs[0].finished > runs[1].finished
+    for run, result in zip(runs, [second, first]):
+        assert run.rows_per_table == result.rows and run.rows == sum(result.rows.values()) > 0
+        assert run.inputs == len(result.inputs) and run.bytes == result.bytes > 0
+        assert run.source == str(two_runs["source"].resolve())
+        assert run.quality == NOT_VALIDATED  # ingested with validation off
+
+
+def test_a_source_that_cannot_be_listed_has_an_unknown_lag_and_says_why(tmp_path):
+    missing = tmp_path / "gone"
+    write_checkpoint(tmp_path, {str(missing): {"file": "mariadb-bin.000003", "position": 120}})
+    (source,) = status(tmp_path, open_store).sources
+    assert (source.checkpoint_file, source.checkpoint_position) == ("mariadb-bin.000003", 120)
+    assert source.lag_files is None and source.lag_bytes is None and source.newest_object is None
+    assert source.unknown_reason.startswith("cannot list the source")
+
+
+def test_lag_counts_the_unread_rest_of_the_checkpoint_file_and_every_later_file():
+    committed = SourceStatus("s3://logs/db1", "mariadb-bin.000009", 1000)
+    listed = [("mariadb-bin.000009", 1500), ("mariadb-bin.000010", 700), ("mariadb-bin.000011", 300)]
+    behind = lag(committed, listed)
+    assert (behind.lag_files, behind.lag_bytes) == (3, 500 + 700 + 300)
+    assert (behind.newest_object, behind.newest_size) == ("mariadb-bin.000011", 300)
+    caught_up = lag(SourceStatus("s3://logs/db1", "mariadb-bin.000011", 300), listed)
+    assert (caught_up.lag_files, caught_up.lag_bytes) == (0, 0)
+
+
+def test_log_order_is_numeric_and_the_index_file_is_not_a_binlog(tmp_path):
+    for name, size in [("mariadb-bin.999999", 10), ("mariadb-bin.1000000", 20), ("mariadb-bin.index", 5)]:
+        (tmp_path / name).write_bytes(b"x" * size)
+    write_checkpoint(tmp_path / "wh", {tmp_path.as_uri(): {"file": "mariadb-bin.999999", "position": 10}})
+    (source,) = status(tmp_path / "wh", open_store).sources
+    assert (source.newest_object, source.lag_files, source.lag_bytes) == ("mariadb-bin.1000000", 1, 20)
+
+
+def test_a_checkpoint_file_gone_from_the_source_leaves_the_lag_unknown():
+    gone = lag(SourceStatus("file:///logs", "mariadb-bin.000001", 4), [("mariadb-bin.000005", 99)])
+    assert gone.lag_files is None and gone.newest_object == "mariadb-bin.000005"
+    assert "mariadb-bin.000001 is no longer in the source" in gone.unknown_reason
+
+
+def test_quality_outcomes_passed_failed_and_not_validated():
+    passed = quality_of(json.dumps({"run_id": "r1", "success": True, "data_docs": "quality/runs/r1/index.html",
+                                    "tables": [{"database": "shop", "table": "orders", "failures": []}]}))
+    assert passed.validated and passed.success and passed.failing == 0
+    assert passed.data_docs == "quality/runs/r1/index.html"
+    failed = quality_of(json.dumps({"run_id": "r2", "success": False, "tables": [
+        {"database": "shop", "table": "orders", "failures": ["_binlog_pos not unique", "amount out of range"]},
+        {"database": "shop", "table": "customers", "failures": ["row count 3 != 4"]}]}))
+    assert failed.validated and not failed.success and failed.failing == 3
+    assert quality_of(None) == NOT_VALIDATED
+
+
+def test_runs_of_an_older_layout_and_the_run_limit(tmp_path):
+    start = datetime(2026, 1, 5, 12, 0, tzinfo=timezone.utc)
+    for n in range(5):
+        record = {"run_id": f"run{n}", "finished": start + timedelta(minutes=n), "seconds": 1.5, "bytes": 100 * n,
+                  "inputs": json.dumps([{"file": "mariadb-bin.000001"}]), "rows": n, "rows_per_table": "{}"}
+        write_run(tmp_path, record)  # no source, no quality column: written before they existed
+    runs = last_runs(tmp_path, count=3)
+    assert [run.run_id for run in runs] == ["run4", "run3", "run2"]
+    assert runs[0].source is None and runs[0].quality == NOT_VALIDATED and runs[0].inputs == 1
+
+
+def test_an_empty_warehouse_has_no_sources_and_no_runs(tmp_path):
+    report = status(tmp_path)
+    assert report.sources == [] and report.runs == [] and report.warehouse == tmp_path
+
+
+def write_checkpoint(warehouse: Path, checkpoint: dict) -> None:
+    path = warehouse / CHECKPOINT
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(checkpoint))
+
+
+def write_run(warehouse: Path, record: dict) -> None:
+    folder = warehouse / "metadata" / "runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist([record]), folder / f"{record['run_id']}.parquet")
