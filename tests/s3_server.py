@@ -8,15 +8,20 @@ server's memory and are gone when it stops.
 from __future__ import annotations
 
 import importlib.util
+import io
+import itertools
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import boto3
+from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
 from mariadb import free_port
+from plugins.object_store import open_store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 INFRA_SCRIPT = REPO_ROOT / "infra" / "s3_server.sh"
@@ -44,6 +49,7 @@ class S3Server:
         self.port = port or free_port()
         self.endpoint_url = f"http://127.0.0.1:{self.port}"
         self._env = dict(os.environ, PYTHON=sys.executable)
+        self._bucket_numbers = itertools.count(1)
 
     def _infra(self, *args: str, timeout: float = 60) -> str:
         proc = subprocess.run(
@@ -78,4 +84,23 @@ class S3Server:
             aws_secret_access_key=SECRET_KEY,
             region_name=REGION,
             config=Config(s3={"addressing_style": "path"}),
+        )
+
+    def create_bucket(self, label: str = "test") -> str:
+        """A new empty bucket with a name no other test of the session uses; returns the name."""
+        readable = re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:40]
+        name = f"{readable or 'bucket'}-{next(self._bucket_numbers)}"
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def upload_in_parts(self, bucket: str, key: str, data: bytes, part_size: int) -> None:
+        """Put ``data`` with a multipart upload in parts of ``part_size`` bytes (S3's minimum
+        part size is 5 MiB), as boto3 does for large files."""
+        config = TransferConfig(multipart_threshold=part_size, multipart_chunksize=part_size)
+        self.client().upload_fileobj(io.BytesIO(data), bucket, key, Config=config)
+
+    def store(self, uri: str):
+        """The binlake object store for ``uri`` (``s3://bucket/prefix``) on this server."""
+        return open_store(
+            uri, endpoint_url=self.endpoint_url, access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION
         )
