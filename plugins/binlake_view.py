@@ -45,9 +45,14 @@ def create_app(warehouse: Path | None = None, store_for: StoreFor | None = None)
         return warehouse if warehouse is not None else warehouse_path()
 
     @app.get("/", response_class=HTMLResponse)
-    def overview(request: Request) -> str:
-        report = status(current_warehouse(), store_for)
-        return render_page(report, lambda relative: _docs_href(request, report.warehouse, relative))
+    def overview(request: Request) -> HTMLResponse:
+        try:
+            root = current_warehouse()
+        except ValueError as exc:  # a warehouse setting binlake cannot use: say which and why
+            log.error("binlake view: %s", exc)
+            return HTMLResponse(render_settings_error(str(exc)), status_code=500)
+        report = status(root, store_for)
+        return HTMLResponse(render_page(report, lambda relative: _docs_href(request, report.warehouse, relative)))
 
     @app.get("/quality/{path:path}", name=QUALITY)
     def quality_file(path: str) -> FileResponse:
@@ -93,14 +98,26 @@ code { font-size: 0.9em; } .empty { color: #52606d; font-style: italic; }
 def render_page(report: WarehouseStatus, docs_href: Callable[[str | None], str | None]) -> str:
     """The whole HTML page; ``docs_href`` turns a run's Data Docs path into a link (or None)."""
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>binlake warehouse</title>"
-        f"<style>{STYLE}</style></head><body>"
-        "<h1>binlake warehouse</h1>"
+    return _document(
         f"<p class='where'>Warehouse <code>{escape(str(report.warehouse))}</code> &middot; as of {generated}</p>"
         f"<h2>Sources</h2>{sources_table(report.sources)}"
         f"<h2>Last runs</h2>{runs_table(report.runs, docs_href)}"
-        "</body></html>"
+    )
+
+
+def render_settings_error(message: str) -> str:
+    """The page shown when the warehouse setting cannot be used."""
+    return _document(
+        f"<p class='bad'>The warehouse setting cannot be used: {escape(message)}</p>"
+        "<p>Set the Airflow Variable <code>binlake_warehouse_uri</code> (or the environment variable "
+        "<code>BINLAKE_WAREHOUSE_URI</code>) to a local folder or a <code>file://</code> URI.</p>"
+    )
+
+
+def _document(body: str) -> str:
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>binlake warehouse</title>"
+        f"<style>{STYLE}</style></head><body><h1>binlake warehouse</h1>{body}</body></html>"
     )
 
 
