@@ -13,8 +13,15 @@
 3. **Decode** (:mod:`spark_jobs.decode`) into the run's staging folder.
 4. **Materialize** each table (:mod:`spark_jobs.materialize`): its changes are
    folded onto the warehouse's ``current`` rows.
-5. **Publish** (:mod:`spark_jobs.publish`): changes, current, the metadata
+5. **Validate** (:mod:`spark_jobs.validate`): Great Expectations over the run's
+   output; a failed expectation fails the run and nothing is published.
+6. **Publish** (:mod:`spark_jobs.publish`): changes, current, the metadata
    tables, the run record and the new checkpoint, in one commit.
+
+Steps 1-4 are :func:`prepare`, 5 is :func:`validate_run` and 6 is
+:func:`publish_run`: the Airflow DAG runs them as separate tasks, handing the
+run id from one to the next (the run's state is kept in its work folder,
+``_runs/<run id>/``); :func:`ingest` runs all of them.
 
 A run's name is derived from its input (each file's name and the byte range
 read), so the same input gives the same output file names: ingesting it again
@@ -52,6 +59,20 @@ log = logging.getLogger("spark_jobs.ingest")
 
 BINLOG_NAME = re.compile(r"^(?P<base>.+)\.(?P<seq>\d+)$")
 RUNS_FOLDER = "_runs"
+RUN_FILE = "run.json"
+RUNS_SCHEMA = pa.schema([
+    pa.field("run_id", pa.string()),
+    pa.field("source", pa.string()),
+    pa.field("started", pa.timestamp("us", tz="UTC")),
+    pa.field("finished", pa.timestamp("us", tz="UTC")),
+    pa.field("seconds", pa.float64()),
+    pa.field("inputs", pa.string()),
+    pa.field("bytes", pa.int64()),
+    pa.field("rows", pa.int64()),
+    pa.field("rows_per_table", pa.string()),
+    pa.field("checkpoint", pa.string()),
+    pa.field("quality", pa.string()),
+])
 
 
 @dataclass(frozen=True)
@@ -68,7 +89,13 @@ class Input:
 
 @dataclass
 class IngestResult:
-    """What a run did; ``run_id`` is empty when there was nothing new."""
+    """What a run did; ``run_id`` is empty when there was nothing new.
+
+    ``ends`` gives, per input file name, the position the run read it up to
+    (the end of its last complete transaction); ``quality`` is the outcome of
+    the validation (:meth:`spark_jobs.validate.QualityOutcome.to_json`), None
+    when the run was not validated.
+    """
 
     run_id: str
     inputs: list[Input] = field(default_factory=list)
@@ -76,6 +103,27 @@ class IngestResult:
     bytes: int = 0
     checkpoint: dict = field(default_factory=dict)
     seconds: float = 0.0
+    source: str = ""
+    ends: dict[str, int] = field(default_factory=dict)
+    started: str = ""
+    quality: dict | None = None
+
+    def to_json(self) -> dict:
+        """JSON-serialisable; :meth:`from_json` reads it back."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "IngestResult":
+        return cls(**{**data, "inputs": [Input(**i) for i in data["inputs"]]})
+
+
+class QualityFailed(RuntimeError):
+    """The run's data failed validation: nothing was published."""
+
+    def __init__(self, run_id: str, quality: dict) -> None:
+        failures = [f"{t['database']}.{t['table']}: {line}" for t in quality["tables"] for line in t["failures"]]
+        super().__init__(f"run {run_id} failed validation, nothing published:\n  " + "\n  ".join(failures))
+        self.quality = quality
 
 
 def is_binlog(path: Path) -> bool:
@@ -140,35 +188,52 @@ def _checkpoint(previous: dict, source: str, decoded: DecodeResult, inputs: Sequ
     return {**previous, source: {"file": last.name, "position": position}}
 
 
-def _write_run_record(out: Path, result: IngestResult, started: datetime) -> None:
+def _write_run_record(out: Path, result: IngestResult) -> None:
     record = {
         "run_id": result.run_id,
-        "started": started,
+        "source": result.source,
+        "started": datetime.fromisoformat(result.started),
         "finished": datetime.now(timezone.utc),
         "seconds": result.seconds,
-        "inputs": json.dumps([asdict(i) | {"path": i.name} for i in result.inputs]),
+        "inputs": json.dumps([{"file": i.name, "start": i.start, "end": result.ends.get(i.name)} for i in result.inputs]),
         "bytes": result.bytes,
         "rows": sum(result.rows.values()),
         "rows_per_table": json.dumps(result.rows, sort_keys=True),
         "checkpoint": json.dumps(result.checkpoint, sort_keys=True),
+        "quality": None if result.quality is None else json.dumps(result.quality, sort_keys=True),
     }
     folder = out / "metadata" / "runs"
     folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([record]), folder / f"{result.run_id}.parquet")
+    pq.write_table(pa.Table.from_pylist([record], schema=RUNS_SCHEMA), folder / f"{result.run_id}.parquet")
 
 
-def ingest(source: str, warehouse: str, *, spark, target_bytes: int = DEFAULT_TARGET_BYTES) -> IngestResult:
-    """One run over ``source`` into ``warehouse`` (see the module docstring)."""
+def work_folder(warehouse: str | os.PathLike[str], run_id: str) -> Path:
+    """Where a run keeps its staging and its not yet published output (``out/``)."""
+    return Path(warehouse).resolve() / RUNS_FOLDER / run_id
+
+
+def prepare(
+    source: str,
+    warehouse: str,
+    *,
+    spark,
+    target_bytes: int = DEFAULT_TARGET_BYTES,
+    source_key: str | None = None,
+) -> IngestResult:
+    """Steps 1 to 4: decode and materialize the new input into the run's work folder, publish
+    nothing. ``source_key`` names the source in the checkpoint (default: the resolved folder;
+    the DAGs pass the object-store URI the folder was staged from). The result is also saved
+    as ``run.json`` in the work folder, for :func:`publish_run` in another process."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
-    source_key, root = str(Path(source).resolve()), Path(warehouse).resolve()
+    source_key, root = source_key or str(Path(source).resolve()), Path(warehouse).resolve()
     publish.recover(root)
     checkpoint = publish.read_checkpoint(root)
     inputs = discover(source, checkpoint.get(source_key))
     if not inputs:
         log.info("nothing new in %s after %s", source, checkpoint.get(source_key))
-        return IngestResult("", checkpoint=checkpoint)
+        return IngestResult("", checkpoint=checkpoint, source=source_key)
     run_id = run_id_of(inputs)
-    work = root / RUNS_FOLDER / run_id
+    work = work_folder(root, run_id)
     shutil.rmtree(work, ignore_errors=True)
     out = work / "out"
     log.info("run %s: %d files from %s", run_id, len(inputs), source)
@@ -177,7 +242,8 @@ def ingest(source: str, warehouse: str, *, spark, target_bytes: int = DEFAULT_TA
         start_positions={i.path: i.start for i in inputs},
     )
     keys = _primary_keys(decoded)
-    result = IngestResult(run_id, inputs, bytes=decoded.bytes)
+    result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat())
+    result.ends = {Path(path).name: position for path, position in decoded.resume_positions.items()}
     for (database, table), images in sorted(decoded.images.items()):
         done = materialize(
             spark, images, database=database, table=table, key_columns=keys.get((database, table)),
@@ -186,14 +252,65 @@ def ingest(source: str, warehouse: str, *, spark, target_bytes: int = DEFAULT_TA
         result.rows[f"{database}.{table}"] = done.changes_rows
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
     _copy_metadata(decoded, out, run_id)
+    shutil.rmtree(work / "staging", ignore_errors=True)
     result.checkpoint = _checkpoint(checkpoint, source_key, decoded, inputs)
     result.seconds = time.monotonic() - clock
-    _write_run_record(out, result, started)
+    publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
+    return result
+
+
+def validate_run(spark, warehouse: str, run_id: str) -> dict:
+    """Step 5: Great Expectations over the run's output (:mod:`spark_jobs.validate`); the
+    outcome is saved with the run and returned as JSON."""
+    from spark_jobs.validate import validate  # Great Expectations is slow to import
+
+    work = work_folder(warehouse, run_id)
+    result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
+    outcome = validate(spark, work / "out", Path(warehouse).resolve(), run_id).to_json()
+    result.quality = outcome
+    publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
+    return outcome
+
+
+def publish_run(warehouse: str, run_id: str) -> IngestResult:
+    """Step 6: commit a prepared run: its changes, current, metadata tables, the run record and the
+    new checkpoint, in one step. A run that failed validation raises :class:`QualityFailed` and
+    publishes nothing. Publishing a run that is already published does nothing."""
+    root = Path(warehouse).resolve()
+    publish.recover(root)
+    work = work_folder(root, run_id)
+    if not (work / RUN_FILE).exists():
+        log.info("run %s: nothing to publish (already published?)", run_id)
+        return IngestResult(run_id, checkpoint=publish.read_checkpoint(root))
+    result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
+    if result.quality is not None and not result.quality["success"]:
+        raise QualityFailed(run_id, result.quality)
+    out = work / "out"
+    _write_run_record(out, result)
     publish.write_atomically(out / publish.CHECKPOINT, json.dumps(result.checkpoint, indent=1, sort_keys=True))
     publish.commit(root, out, run_id)
     shutil.rmtree(work, ignore_errors=True)
     _remove_if_empty(root / RUNS_FOLDER)
     return result
+
+
+def ingest(
+    source: str,
+    warehouse: str,
+    *,
+    spark,
+    target_bytes: int = DEFAULT_TARGET_BYTES,
+    source_key: str | None = None,
+    validation: bool = True,
+) -> IngestResult:
+    """One run over ``source`` into ``warehouse``: :func:`prepare`, :func:`validate_run` (unless
+    ``validation`` is off), :func:`publish_run`."""
+    result = prepare(source, warehouse, spark=spark, target_bytes=target_bytes, source_key=source_key)
+    if not result.run_id:
+        return result
+    if validation:
+        validate_run(spark, warehouse, result.run_id)
+    return publish_run(warehouse, result.run_id)
 
 
 def _remove_if_empty(folder: Path) -> None:
@@ -209,6 +326,10 @@ def _summary(result: IngestResult) -> str:
     lines = [f"run {result.run_id}: {len(result.inputs)} files, {result.bytes:,} bytes, "
              f"{sum(result.rows.values()):,} row changes in {result.seconds:.1f} s"]
     lines += [f"  {table}: {rows:,}" for table, rows in sorted(result.rows.items())]
+    if result.quality is not None:
+        checks = sum(t["expectations"] for t in result.quality["tables"])
+        lines.append(f"quality: {'passed' if result.quality['success'] else 'FAILED'} ({checks} expectations), "
+                     f"Data Docs: {result.quality['data_docs']}")
     return "\n".join(lines)
 
 
@@ -218,11 +339,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warehouse", required=True, help="warehouse folder")
     parser.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER, else local[*])")
     parser.add_argument("--split-mb", type=float, default=DEFAULT_TARGET_BYTES / 2**20, help="split size target")
+    parser.add_argument(
+        "--no-validation", action="store_true", help="publish without the Great Expectations checks (not recommended)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spark = build_session(args.master, app_name="binlake ingest")
     try:
-        result = ingest(args.source, args.warehouse, spark=spark, target_bytes=int(args.split_mb * 2**20))
+        result = ingest(
+            args.source, args.warehouse, spark=spark, target_bytes=int(args.split_mb * 2**20),
+            validation=not args.no_validation,
+        )
+    except QualityFailed as exc:
+        print(exc, file=sys.stderr)
+        return 3
     finally:
         spark.stop()
     print(_summary(result))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def test_a_run_that_dies_before_its_commit_leaves_the_warehouse_as_it_was(spark,
     first = source.parent / "first"
     first.mkdir()
     shutil.copyfile(SAMPLES[0], first / SAMPLES[0].name)
-    pipeline.ingest(str(first), str(warehouse), spark=spark)
+    pipeline.ingest(str(first), str(warehouse), spark=spark, validation=False)
     shutil.copyfile(SAMPLES[1], first / SAMPLES[1].name)
     before = files(warehouse)
 
@@ -55,10 +56,39 @@ def test_a_run_that_dies_before_its_commit_leaves_the_warehouse_as_it_was(spark,
 
     monkeypatch.setattr(publish, "commit", killed)
     with pytest.raises(KeyboardInterrupt):
-        pipeline.ingest(str(first), str(warehouse), spark=spark)
+        pipeline.ingest(str(first), str(warehouse), spark=spark, validation=False)
     visible = {name: data for name, data in files(warehouse).items() if not name.startswith(pipeline.RUNS_FOLDER)}
     assert visible == before  # its work folder is scratch; nothing of it is visible
     monkeypatch.undo()
-    result = pipeline.ingest(str(first), str(warehouse), spark=spark)
+    result = pipeline.ingest(str(first), str(warehouse), spark=spark, validation=False)
     assert result.run_id and publish.read_checkpoint(warehouse)[str(first.resolve())]["file"] == SAMPLES[1].name
     assert not (warehouse / pipeline.RUNS_FOLDER).exists()
+
+
+def test_prepare_publishes_nothing_and_publish_run_commits_once(spark, source, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    prepared = pipeline.prepare(str(source), str(warehouse), spark=spark)
+    visible = [name for name in files(warehouse) if not name.startswith(pipeline.RUNS_FOLDER)]
+    assert prepared.run_id and visible == []
+    assert prepared.ends == {s.name: s.stat().st_size for s in SAMPLES}
+    published = pipeline.publish_run(str(warehouse), prepared.run_id)
+    assert published.rows == prepared.rows and sum(published.rows.values()) > 0
+    assert publish.read_checkpoint(warehouse) == prepared.checkpoint
+    after = files(warehouse)
+    assert pipeline.publish_run(str(warehouse), prepared.run_id).rows == {}  # a retried publish does nothing
+    assert files(warehouse) == after
+
+
+def test_a_run_that_failed_validation_publishes_nothing(spark, source, tmp_path):
+    warehouse = tmp_path / "warehouse"
+    prepared = pipeline.prepare(str(source), str(warehouse), spark=spark)
+    run_file = pipeline.work_folder(warehouse, prepared.run_id) / pipeline.RUN_FILE
+    failed = {"run_id": prepared.run_id, "success": False, "data_docs": None, "tables": [
+        {"database": "db", "table": "t", "rows": 1, "success": False, "expectations": 1,
+         "failures": ["column u: 1 value below 0, e.g. -1"]},
+    ]}
+    run_file.write_text(json.dumps({**json.loads(run_file.read_text()), "quality": failed}))
+    with pytest.raises(pipeline.QualityFailed, match=r"db\.t: column u: 1 value below 0"):
+        pipeline.publish_run(str(warehouse), prepared.run_id)
+    assert [name for name in files(warehouse) if not name.startswith(pipeline.RUNS_FOLDER)] == []
+    assert publish.read_checkpoint(warehouse) == {}

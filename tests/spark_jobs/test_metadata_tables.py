@@ -219,7 +219,7 @@ def source(tmp_path_factory) -> Path:
 def run(spark, source, tmp_path_factory):
     """The warehouse root and the :class:`~spark_jobs.ingest.IngestResult` of one run."""
     root = tmp_path_factory.mktemp("warehouse")
-    result = ingest(str(source), str(root), spark=spark)
+    result = ingest(str(source), str(root), spark=spark, validation=False)
     assert result.run_id
     return root, result
 
@@ -421,7 +421,10 @@ def test_runs_hold_one_row_with_the_inputs_and_the_checkpoint(run, source, codec
     (record,) = metadata_rows(warehouse, "runs")
     names = [file_name(index) for index in range(len(SOURCES))]
     assert record["run_id"] == result.run_id
-    assert json.loads(record["inputs"]) == [{"path": name, "start": 0} for name in names]
+    # each file read from its start up to its end, the last one up to its unfinished transaction
+    (unfinished,) = [t for t in codec[names[-1]]["transactions"] if not t["complete"]]
+    ends = [(source / name).stat().st_size for name in names[:-1]] + [unfinished["start"]]
+    assert json.loads(record["inputs"]) == [{"file": n, "start": 0, "end": e} for n, e in zip(names, ends)]
     # bytes read: each file from its first transaction to the end of its last complete one
     spans = [
         (min(t["start"] for t in done), max(t["end"] for t in done))
@@ -435,9 +438,9 @@ def test_runs_hold_one_row_with_the_inputs_and_the_checkpoint(run, source, codec
     checkpoint = json.loads(record["checkpoint"])
     assert checkpoint == publish.read_checkpoint(warehouse) == result.checkpoint
     # the last file stops inside a transaction: the next run goes on where it starts
-    (unfinished,) = [t for t in codec[names[-1]]["transactions"] if not t["complete"]]
     assert checkpoint == {str(source.resolve()): {"file": names[-1], "position": unfinished["start"]}}
     assert record["started"] <= record["finished"] and record["seconds"] > 0
+    assert record["source"] == str(source.resolve()) and record["quality"] is None  # run without validation
 
 
 def test_the_warehouse_holds_only_published_files(warehouse):
