@@ -1,0 +1,93 @@
+"""plugins.hooks: object stores built from the Airflow connection ``binlake_s3`` (defined in
+the environment, JSON form) against a real moto server, the fallback to boto3's own
+settings without it, and folders that need no connection."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from plugins.hooks import store_for
+from plugins.object_store import FolderStore, S3Store
+
+UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing answers there
+
+
+@pytest.fixture
+def bucket(s3_server, request) -> str:
+    name = s3_server.create_bucket(request.node.name)
+    s3_server.client().put_object(Bucket=name, Key="binlogs/mysql-bin.000001", Body=b"\xfebin")
+    return name
+
+
+def signing_keys(store: S3Store) -> list[str]:
+    """The access key ids the store's requests will be signed with (read off each request)."""
+    keys: list[str] = []
+
+    def record(request, **_) -> None:
+        keys.append(re.search(r"Credential=([^/]+)/", request.headers["Authorization"].decode()).group(1))
+
+    store.client.meta.events.register("before-send.s3", record)
+    return keys
+
+
+def connection_json(endpoint_url: str, login: str = "conn-key", password: str = "conn-secret") -> str:
+    return json.dumps(
+        {
+            "conn_type": "aws",
+            "login": login,
+            "password": password,
+            "extra": {"endpoint_url": endpoint_url, "region_name": "eu-west-1"},
+        }
+    )
+
+
+def test_an_s3_store_takes_endpoint_keys_and_region_from_the_connection(s3_server, bucket, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_BINLAKE_S3", connection_json(s3_server.endpoint_url))
+    monkeypatch.setenv("AWS_ENDPOINT_URL", UNREACHABLE)  # the connection wins over the environment
+
+    store = store_for(f"s3://{bucket}/binlogs")
+    keys = signing_keys(store)
+
+    assert isinstance(store, S3Store)
+    assert [obj.name for obj in store.list()] == ["mysql-bin.000001"]
+    assert keys == ["conn-key"]
+    assert store.client.meta.region_name == "eu-west-1"
+
+
+def test_another_connection_id_is_honoured(s3_server, bucket, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_BINLAKE_S3", connection_json(UNREACHABLE))
+    monkeypatch.setenv("AIRFLOW_CONN_ARCHIVE_S3", connection_json(s3_server.endpoint_url, login="archive-key"))
+
+    store = store_for(f"s3://{bucket}/binlogs", conn_id="archive_s3")
+    keys = signing_keys(store)
+
+    assert [obj.name for obj in store.list()] == ["mysql-bin.000001"]
+    assert keys == ["archive-key"]
+
+
+def test_without_the_connection_boto3_settings_come_from_the_environment(s3_server, bucket, monkeypatch):
+    monkeypatch.delenv("AIRFLOW_CONN_BINLAKE_S3", raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint_url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "environment-key")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "environment-secret")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+    store = store_for(f"s3://{bucket}/binlogs")
+    keys = signing_keys(store)
+
+    assert [obj.name for obj in store.list()] == ["mysql-bin.000001"]
+    assert keys == ["environment-key"]
+
+
+def test_a_folder_needs_no_connection(tmp_path, monkeypatch):
+    monkeypatch.delenv("AIRFLOW_CONN_BINLAKE_S3", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    (tmp_path / "mysql-bin.000001").write_bytes(b"\xfebin")
+
+    for uri in (tmp_path.as_uri(), str(tmp_path)):
+        store = store_for(uri)
+        assert isinstance(store, FolderStore)
+        assert [obj.name for obj in store.list()] == ["mysql-bin.000001"]
