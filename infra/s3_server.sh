@@ -18,7 +18,7 @@ TIMEOUT="${S3_SERVER_TIMEOUT:-30}"
 STOP_TIMEOUT="${S3_SERVER_STOP_TIMEOUT:-10}"
 
 answers() {  # answers PORT: exit 0 when an S3 request (list buckets) gets an HTTP reply
-  "$PYTHON" - "$1" <<'EOF'
+  "$PYTHON" - "$1" <<'PY'
 import sys, urllib.error, urllib.request
 try:
     urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/", timeout=2).close()
@@ -26,7 +26,19 @@ except urllib.error.HTTPError:
     pass  # any HTTP status means the server is up
 except Exception:
     sys.exit(1)
-EOF
+PY
+}
+
+port_taken() {  # port_taken PORT: exit 0 when something already listens on 127.0.0.1:PORT
+  "$PYTHON" - "$1" <<'PY'
+import socket, sys
+with socket.socket() as s:
+    try:
+        s.bind(("127.0.0.1", int(sys.argv[1])))
+    except OSError:
+        sys.exit(0)
+sys.exit(1)
+PY
 }
 
 running() {  # running DIR: exit 0 when the server recorded in DIR is alive
@@ -40,6 +52,10 @@ start() {
   if status "$dir" >/dev/null 2>&1; then
     status "$dir"
     return 0
+  fi
+  if port_taken "$port"; then
+    echo "s3 server: port $port is in use; choose another: $0 start DIR PORT" >&2
+    return 1
   fi
   nohup "$PYTHON" -m moto.server -H "$HOST" -p "$port" >"$dir/s3_server.log" 2>&1 &
   pid=$!
