@@ -36,7 +36,7 @@ def binlogs(fixtures_dir) -> dict[str, bytes]:
 
 @pytest.fixture
 def bucket_store(s3_server, request):
-    """An empty S3 store on a new bucket, and the client to put objects with."""
+    """An empty S3 store on the prefix ``binlogs`` of a new bucket."""
     bucket = s3_server.create_bucket(request.node.name)
     return s3_server.store(f"s3://{bucket}/binlogs")
 
