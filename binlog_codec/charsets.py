@@ -766,8 +766,63 @@ def _where(column: str | None) -> str:
     return f"column {column!r}: " if column is not None else ""
 
 
-def decoder(collation_id: int, flavour: str = "mysql", *, column: str | None = None) -> Callable[[bytes], str | bytes]:
-    """:func:`decode` for many values of one collation: the lookups done once."""
+# Codecs whose strict decoding is a bijection onto the text it accepts: a value they read
+# always encodes back to the logged bytes, so checking the round trip would prove nothing.
+SELF_CHECKING_CODECS = frozenset({"utf-8", "ascii", "mysql_utf8mb3"})
+
+
+@dataclass(slots=True)
+class RoundTrip:
+    """The round-trip check of one text column: every value decoded from its character set is
+    encoded back and compared with the logged bytes. ``checked`` values were compared,
+    ``mismatches`` differed; ``example`` is the first logged value that did not come back."""
+
+    charset: str
+    checked: int = 0
+    mismatches: int = 0
+    example: bytes | None = None
+
+    def record(self, raw: bytes, encoded: bytes) -> None:
+        self.checked += 1
+        if encoded != raw:
+            self.mismatches += 1
+            if self.example is None:
+                self.example = bytes(raw)
+
+
+class RoundTrips(dict):
+    """The round-trip checks of a decoding run, one :class:`RoundTrip` per
+    ``(database, table, column, charset)``, shared by every version of the table."""
+
+    def of(self, database: str, table: str, column: str, charset: str) -> RoundTrip:
+        key = (database, table, column, charset)
+        found = self.get(key)
+        if found is None:
+            found = self[key] = RoundTrip(charset)
+        return found
+
+    def rows(self) -> list[dict]:
+        """One row per checked column: database, table, column, charset, checked, mismatches,
+        example (hex of the first value that did not come back, or None)."""
+        return [
+            {"database": database, "table": table, "column": column, "charset": charset,
+             "checked": check.checked, "mismatches": check.mismatches,
+             "example": None if check.example is None else check.example.hex()}
+            for (database, table, column, charset), check in sorted(self.items())
+        ]
+
+
+def needs_round_trip(collation_id: int, flavour: str = "mysql") -> bool:
+    """Whether values of ``collation_id`` are worth a round-trip check (text, not self-checking)."""
+    codec = collation(collation_id, flavour).codec
+    return codec is not None and codec not in SELF_CHECKING_CODECS
+
+
+def decoder(
+    collation_id: int, flavour: str = "mysql", *, column: str | None = None, round_trip: RoundTrip | None = None
+) -> Callable[[bytes], str | bytes]:
+    """:func:`decode` for many values of one collation: the lookups done once. With a
+    ``round_trip``, every value is also encoded back and counted in it."""
     found = collation(collation_id, flavour)
     if found.codec is None:
         return bytes
@@ -779,7 +834,19 @@ def decoder(collation_id: int, flavour: str = "mysql", *, column: str | None = N
         except UnicodeDecodeError:
             return decode(data, collation_id, flavour, column=column)  # raises the located error
 
-    return read
+    if round_trip is None:
+        return read
+    back = codecs.getencoder(found.codec)
+
+    def read_and_check(data: bytes) -> str:
+        text = read(data)
+        try:
+            round_trip.record(data, back(text)[0])
+        except UnicodeEncodeError:
+            round_trip.record(data, b"")
+        return text
+
+    return read_and_check
 
 
 def decode(

@@ -27,7 +27,7 @@ from .errors import CorruptEventError
 from .event_types import EventType
 from .events import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, read
 from .table_map import ColumnType, TableMap, decode_table_map
-from .values import ValueDecoder, value_decoder
+from .values import ValueDecoder, needs_round_trip, value_decoder
 from .wire import Cursor, ShortBody
 
 PARTIAL_JSON = 1
@@ -60,15 +60,32 @@ class ImageColumns(NamedTuple):
 
 
 class DecodingPlan:
-    """What decoding a row of one table needs, built once per table map."""
+    """What decoding a row of one table needs, built once per table map. With ``round_trips``,
+    the values of text columns in charsets other than UTF-8 and ASCII are checked by encoding
+    them back (:class:`~binlog_codec.charsets.RoundTrips`)."""
 
-    def __init__(self, table: TableMap, flavour: str = "mysql", assumed_collation: int | None = None) -> None:
+    def __init__(
+        self,
+        table: TableMap,
+        flavour: str = "mysql",
+        assumed_collation: int | None = None,
+        round_trips: charsets.RoundTrips | None = None,
+    ) -> None:
         self.table = table
         self.names = [column.display_name for column in table.columns]
-        self.decoders = [value_decoder(column, flavour, assumed_collation) for column in table.columns]
+        self.decoders = [
+            value_decoder(column, flavour, assumed_collation, self._round_trip(column, flavour, round_trips))
+            for column in table.columns
+        ]
         self.json_columns = [c.index for c in table.columns if c.type_code == ColumnType.JSON]
         self.pack_lengths = [column.pack_length or 4 for column in table.columns]
         self._images: dict[bytes, ImageColumns] = {}
+
+    def _round_trip(self, column, flavour: str, round_trips: charsets.RoundTrips | None) -> charsets.RoundTrip | None:
+        if round_trips is None or not needs_round_trip(column, flavour):
+            return None
+        charset = charsets.charset_of(column.collation_id, flavour)
+        return round_trips.of(self.table.database, self.table.table, column.display_name, charset)
 
     def image_columns(self, bitmap: bytes) -> ImageColumns:
         """The columns set in a column bitmap (WL#5092), worked out once per distinct bitmap."""
@@ -157,12 +174,14 @@ class TableVersion:
         self.table = table
         self._plan: DecodingPlan | None = None
 
-    def plan(self, event: RowsEvent, flavour: str, assume_charset: str | None) -> DecodingPlan:
+    def plan(
+        self, event: RowsEvent, flavour: str, assume_charset: str | None, round_trips: charsets.RoundTrips | None = None
+    ) -> DecodingPlan:
         """The plan; a column it cannot decode is an error located at ``event``."""
         if self._plan is None:
             try:
                 assumed = None if assume_charset is None else charsets.collation_of_charset(assume_charset, flavour).id
-                self._plan = DecodingPlan(self.table, flavour, assumed)
+                self._plan = DecodingPlan(self.table, flavour, assumed, round_trips)
             except (ShortBody, charsets.UnknownCollationError) as exc:
                 raise _error(event, f"table {self.table.database}.{self.table.table}: {exc}") from None
         return self._plan
@@ -170,11 +189,15 @@ class TableVersion:
 
 class TableVersions:
     """Table maps decoded once. A server logs the table map again in every transaction that
-    changes the table; the same map (same id, names, types and metadata) is the same version."""
+    changes the table; the same map (same id, names, types and metadata) is the same version.
+
+    ``round_trips`` collects the charset round-trip checks of every version's text columns
+    (:class:`~binlog_codec.charsets.RoundTrips`); it outlives the versions themselves."""
 
     def __init__(self, limit: int = 4096) -> None:
         self._versions: dict[tuple, TableVersion] = {}
         self._limit = limit
+        self.round_trips = charsets.RoundTrips()
 
     def version(self, event: TableMapEvent) -> TableVersion:
         key = (
@@ -225,6 +248,7 @@ def read_rows(
     database: str | None = None,
     table: str | None = None,
     assume_charset: str | None = None,
+    versions: TableVersions | None = None,
     **reader_options,
 ):
     """Every row change of a binlog file, in order, with its table and GTID.
@@ -234,10 +258,11 @@ def read_rows(
     ``assume_charset`` (such as ``utf8mb4``) reads the character columns of table
     maps that record no charsets (servers before MySQL 8.0.1 and MariaDB 10.5, or
     ``binlog_row_metadata=NO_LOG``): values valid in it become text, the others
-    stay bytes. Without it such values stay bytes.
+    stay bytes. Without it such values stay bytes. ``versions`` is the table-version cache to
+    use; pass one to read its charset round-trip checks afterwards.
     """
     current: dict[int, TableVersion] = {}  # table id -> its latest table map
-    versions = TableVersions()
+    versions = TableVersions() if versions is None else versions
     gtid = None
     for event in read(path, **reader_options):
         if isinstance(event, FormatDescriptionEvent) and flavour is None:
@@ -253,7 +278,7 @@ def read_rows(
             mapped = version.table
             if (database and mapped.database != database) or (table and mapped.table != table):
                 continue
-            plan = version.plan(event, flavour or "mysql", assume_charset)
+            plan = version.plan(event, flavour or "mysql", assume_charset, versions.round_trips)
             for change in decode_rows(event, plan):
                 yield RowRecord(
                     event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,

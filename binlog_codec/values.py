@@ -334,17 +334,20 @@ def _old_timestamp(column: Column) -> ValueDecoder:
     return decode
 
 
-def _text_decoder(column: Column, flavour: str, assumed: int | None = None) -> Callable[[bytes], Any]:
+def _text_decoder(
+    column: Column, flavour: str, assumed: int | None = None, round_trip: charsets.RoundTrip | None = None
+) -> Callable[[bytes], Any]:
     """Text columns decode from their charset; binary ones stay bytes. A column whose table map
     records no charset stays bytes too, unless the caller ``assumed`` a collation: then its
-    values are text when valid in it, bytes when not (it may be a BINARY or BLOB column)."""
+    values are text when valid in it, bytes when not (it may be a BINARY or BLOB column).
+    ``round_trip`` counts each value encoded back to its charset against the logged bytes."""
     collation_id = column.collation_id
     if collation_id is None and assumed is not None:
         return _assumed_text(assumed, flavour)
     if collation_id is None or charsets.is_binary(collation_id):
         return bytes
     try:
-        read = charsets.decoder(collation_id, flavour, column=column.display_name)
+        read = charsets.decoder(collation_id, flavour, column=column.display_name, round_trip=round_trip)
     except charsets.UnknownCollationError as exc:
         raise ShortBody(f"column {column.display_name}: {exc}") from None
 
@@ -380,22 +383,22 @@ def _length_prefixed(column: Column, width: int, convert: Callable[[bytes], Any]
     return decode
 
 
-def _varchar(column: Column, flavour: str, assumed: int | None) -> ValueDecoder:
+def _varchar(column: Column, convert: Callable[[bytes], Any]) -> ValueDecoder:
     """VARCHAR/VARBINARY: a 1-byte length below 256 bytes of declared length, else 2 bytes."""
-    return _length_prefixed(column, 1 if (column.length or 0) < 256 else 2, _text_decoder(column, flavour, assumed))
+    return _length_prefixed(column, 1 if (column.length or 0) < 256 else 2, convert)
 
 
-def _string(column: Column, flavour: str, assumed: int | None) -> ValueDecoder:
+def _string(column: Column, flavour: str, text: Callable[[], Callable[[bytes], Any]]) -> ValueDecoder:
+    """CHAR/BINARY, and ENUM and SET, which the table map logs as STRING with their real type
+    in the metadata. ``text`` builds the payload converter of a character column."""
     real = column.real_type
     length = column.length or 0
     if real == ColumnType.ENUM:
         return _enum(column, length, _labels(column, flavour))
     if real == ColumnType.SET:
         return _set(column, length, _labels(column, flavour))
-    convert = _text_decoder(column, flavour, assumed)
-    if column.collation_id is not None and charsets.is_binary(column.collation_id):
-        convert = _zero_padded(length)
-    return _length_prefixed(column, 1 if length < 256 else 2, convert)
+    binary = column.collation_id is not None and charsets.is_binary(column.collation_id)
+    return _length_prefixed(column, 1 if length < 256 else 2, _zero_padded(length) if binary else text())
 
 
 def _zero_padded(length: int) -> Callable[[bytes], bytes]:
@@ -481,11 +484,37 @@ def _vector(column: Column) -> ValueDecoder:
     return _length_prefixed(column, column.pack_length or 4, convert)
 
 
-def value_decoder(column: Column, flavour: str = "mysql", assumed_collation: int | None = None) -> ValueDecoder:
+def is_text(column: Column) -> bool:
+    """Whether ``column`` holds character data (CHAR, VARCHAR, TEXT: not ENUM or SET)."""
+    kind = column.type_code
+    if kind == ColumnType.STRING:
+        return column.real_type not in (ColumnType.ENUM, ColumnType.SET)
+    return kind in (ColumnType.VARCHAR, ColumnType.VAR_STRING, ColumnType.BLOB)
+
+
+def needs_round_trip(column: Column, flavour: str = "mysql") -> bool:
+    """Whether ``column``'s values are text of a charset whose decoding is worth checking by
+    encoding back (see :func:`binlog_codec.charsets.needs_round_trip`)."""
+    collation_id = column.collation_id
+    return (
+        is_text(column) and collation_id is not None and not charsets.is_binary(collation_id)
+        and charsets.needs_round_trip(collation_id, flavour)
+    )
+
+
+def value_decoder(
+    column: Column,
+    flavour: str = "mysql",
+    assumed_collation: int | None = None,
+    round_trip: charsets.RoundTrip | None = None,
+) -> ValueDecoder:
     """The decoder of ``column``'s values, built once per table map. ``assumed_collation``
-    reads the character columns of a table map that records no charsets (see
-    :func:`_text_decoder`)."""
-    assumed = assumed_collation
+    reads the character columns of a table map that records no charsets, and
+    ``round_trip`` checks the values of a text column (see :func:`_text_decoder`)."""
+
+    def text() -> Callable[[bytes], Any]:
+        return _text_decoder(column, flavour, assumed_collation, round_trip)
+
     kind = column.type_code
     fixed = {
         ColumnType.TINY: 1,
@@ -509,13 +538,11 @@ def value_decoder(column: Column, flavour: str = "mysql", assumed_collation: int
         ColumnType.DATETIME2: lambda: _datetime2(column),
         ColumnType.TIMESTAMP: lambda: _old_timestamp(column),
         ColumnType.TIMESTAMP2: lambda: _timestamp2(column),
-        ColumnType.VARCHAR: lambda: _varchar(column, flavour, assumed),
-        ColumnType.VAR_STRING: lambda: _varchar(column, flavour, assumed),
-        ColumnType.STRING: lambda: _string(column, flavour, assumed),
+        ColumnType.VARCHAR: lambda: _varchar(column, text()),
+        ColumnType.VAR_STRING: lambda: _varchar(column, text()),
+        ColumnType.STRING: lambda: _string(column, flavour, text),
         ColumnType.BIT: lambda: _bit(column),
-        ColumnType.BLOB: lambda: _length_prefixed(
-            column, column.pack_length or 2, _text_decoder(column, flavour, assumed)
-        ),
+        ColumnType.BLOB: lambda: _length_prefixed(column, column.pack_length or 2, text()),
         ColumnType.GEOMETRY: lambda: _length_prefixed(column, column.pack_length or 4, bytes),
         ColumnType.JSON: lambda: _json(column),
         ColumnType.VECTOR: lambda: _vector(column),
@@ -524,3 +551,4 @@ def value_decoder(column: Column, flavour: str = "mysql", assumed_collation: int
     if builder is None:
         raise ShortBody(f"column {column.display_name}: no decoder for column type {kind}")
     return builder()
+

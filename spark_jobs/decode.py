@@ -15,6 +15,11 @@ then holds::
         and end position, GTID, XID, commit time (the timestamp of the XID or
         COMMIT event that ends it, or of the statement that is a transaction of
         its own), server id, row counts per table
+    charset_checks/part-<first file>-<start>-<last file>-<end>.parquet
+        one row per text column in a charset other than UTF-8 and ASCII
+        (CHARSET_CHECK_SCHEMA): how many of its values were encoded back to
+        the charset and compared with the logged bytes, how many differed,
+        and the first that did (binlog_codec.charsets.RoundTrips)
     table_schemas/part-<first file>-<start>-<last file>-<end>.parquet
         one row per table version seen (binlog_codec.arrow.TABLE_SCHEMA):
         columns with exact SQL type, nullability, signedness, charset and
@@ -65,7 +70,7 @@ from binlog_codec.arrow import TABLE_SCHEMA, UNSIGNED_BIGINT, ImageBatchBuilder,
 from binlog_codec.event_types import EventType
 from binlog_codec.events import decode as decode_event
 from binlog_codec.reader import BinlogReader, EventHeader
-from binlog_codec.rows import RowRecord
+from binlog_codec.rows import RowRecord, TableVersions
 from binlog_codec.table_map import TableMap
 from binlog_codec.transactions import Transaction
 
@@ -76,7 +81,7 @@ log = logging.getLogger(__name__)
 
 BATCH_ROWS = 50_000  # rows of one table version buffered before they are written
 TEMPORARY = "_temporary"
-IMAGES, TRANSACTIONS, TABLE_SCHEMAS = "images", "transactions", "table_schemas"
+IMAGES, TRANSACTIONS, TABLE_SCHEMAS, CHARSET_CHECKS = "images", "transactions", "table_schemas", "charset_checks"
 
 _TABLE_ROWS = pa.struct([
     pa.field("database", pa.string(), nullable=False),
@@ -119,6 +124,15 @@ _ERROR = pa.struct([
     pa.field("inner_offset", pa.int64()),
 ])
 # What a task sends back about its split.
+CHARSET_CHECK_SCHEMA = pa.schema([
+    pa.field("database", pa.string(), nullable=False),
+    pa.field("table", pa.string(), nullable=False),
+    pa.field("column", pa.string(), nullable=False),
+    pa.field("charset", pa.string(), nullable=False),
+    pa.field("checked", pa.int64(), nullable=False),
+    pa.field("mismatches", pa.int64(), nullable=False),
+    pa.field("example", pa.string()),
+])
 SUMMARY_SCHEMA = pa.schema([
     pa.field("split", pa.int64()),
     pa.field("transactions", pa.int64()),
@@ -126,6 +140,7 @@ SUMMARY_SCHEMA = pa.schema([
     pa.field("seconds", pa.float64()),
     pa.field("transactions_path", pa.string()),
     pa.field("versions", pa.list_(_VERSION)),
+    pa.field("charset_checks", pa.list_(pa.struct(list(CHARSET_CHECK_SCHEMA)))),
     pa.field("error", _ERROR),
 ])
 
@@ -144,6 +159,7 @@ class DecodeResult:
     schema_ids: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     transaction_files: list[str] = field(default_factory=list)
     table_schemas: str | None = None
+    charset_checks: str | None = None
     seconds: float = 0.0
 
     @property
@@ -340,12 +356,14 @@ def decode_split(split: Split, work_dir: str | os.PathLike[str], batch_rows: int
     work = Path(work_dir)
     images = _ImageFiles(split, work, batch_rows)
     summary: dict[str, Any] = {"split": split.index, "transactions": 0, "rows": 0, "versions": []}
+    versions = TableVersions()
     try:
         index = _TransactionIndex(split)
-        for record in split_rows(split):
+        for record in split_rows(split, versions=versions):
             images.append(record)
             index.count(record)
         summary["versions"] = images.close()
+        summary["charset_checks"] = versions.round_trips.rows()
         summary["transactions_path"] = index.write(work)
         summary["transactions"] = len(index.transactions)
         summary["rows"] = sum(version["rows"] for version in summary["versions"])
@@ -424,13 +442,28 @@ def _table_schema_rows(plan: SplitPlan, summaries: list[dict[str, Any]]) -> list
     return list(rows.values())
 
 
-def _write_table_schemas(plan: SplitPlan, summaries: list[dict[str, Any]], work_dir: Path) -> str | None:
-    rows = _table_schema_rows(plan, summaries)
+def _charset_check_rows(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The splits' round-trip checks added up per (database, table, column, charset)."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for summary in summaries:  # in log order: the example is the first mismatch of the run
+        for check in summary["charset_checks"] or []:
+            key = (check["database"], check["table"], check["column"], check["charset"])
+            row = rows.setdefault(key, {**check, "checked": 0, "mismatches": 0, "example": None})
+            row["checked"] += check["checked"]
+            row["mismatches"] += check["mismatches"]
+            row["example"] = row["example"] or check["example"]
+    return [rows[key] for key in sorted(rows)]
+
+
+def _write_run_table(
+    folder: str, rows: list[dict[str, Any]], schema: pa.Schema, plan: SplitPlan, work_dir: Path
+) -> str | None:
+    """One Parquet file of ``rows`` for the whole run (None when there are none), named by its input."""
     if not rows:
         return None
     first, last = plan[0], plan[-1]
-    relative = f"{TABLE_SCHEMAS}/part-{first.file_name}-{first.start}-{last.file_name}-{last.end}.parquet"
-    _write_table(pa.Table.from_pylist(rows, schema=TABLE_SCHEMA), work_dir / relative)
+    relative = f"{folder}/part-{first.file_name}-{first.start}-{last.file_name}-{last.end}.parquet"
+    _write_table(pa.Table.from_pylist(rows, schema=schema), work_dir / relative)
     return relative
 
 
@@ -442,7 +475,9 @@ def _move_into(work_dir: Path, staging: Path) -> None:
         os.replace(source, target)
 
 
-def _result(plan: SplitPlan, summaries: list[dict[str, Any]], staging: Path, schemas: str | None) -> DecodeResult:
+def _result(
+    plan: SplitPlan, summaries: list[dict[str, Any]], staging: Path, schemas: str | None, checks: str | None
+) -> DecodeResult:
     result = DecodeResult(
         staging_dir=str(staging),
         files=plan.files,
@@ -451,6 +486,7 @@ def _result(plan: SplitPlan, summaries: list[dict[str, Any]], staging: Path, sch
         transactions=sum(summary["transactions"] for summary in summaries),
         transaction_files=[str(staging / summary["transactions_path"]) for summary in summaries],
         table_schemas=None if schemas is None else str(staging / schemas),
+        charset_checks=None if checks is None else str(staging / checks),
     )
     for summary in summaries:
         for version in summary["versions"]:
@@ -496,7 +532,7 @@ def decode(
     plan = plan_splits(files, target_bytes, start_positions)
     work_dir = staging / TEMPORARY / uuid.uuid4().hex
     summaries: list[dict[str, Any]] = []
-    schemas = None
+    schemas = checks = None
     try:
         if plan:
             log.info("decoding %d splits of %d files (%d bytes)", len(plan), len(plan.files), plan.bytes)
@@ -505,12 +541,13 @@ def decode(
         if error is not None:
             raise error
         if plan:
-            schemas = _write_table_schemas(plan, summaries, work_dir)
+            schemas = _write_run_table(TABLE_SCHEMAS, _table_schema_rows(plan, summaries), TABLE_SCHEMA, plan, work_dir)
+            checks = _write_run_table(CHARSET_CHECKS, _charset_check_rows(summaries), CHARSET_CHECK_SCHEMA, plan, work_dir)
             _move_into(work_dir, staging)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
         _remove_if_empty(staging / TEMPORARY)
-    result = _result(plan, summaries, staging, schemas)
+    result = _result(plan, summaries, staging, schemas, checks)
     result.seconds = time.monotonic() - started
     _log_result(result)
     return result

@@ -170,15 +170,16 @@ def _primary_keys(decoded: DecodeResult) -> dict[tuple[str, str], list[str]]:
 
 
 def _copy_metadata(decoded: DecodeResult, out: Path, run_id: str) -> None:
-    """The transaction index and the table versions, under names derived from the run."""
+    """The transaction index, the table versions and the charset checks, under names derived
+    from the run."""
     transactions = out / "metadata" / "transactions"
     transactions.mkdir(parents=True, exist_ok=True)
     for path in decoded.transaction_files:
         shutil.copyfile(path, transactions / Path(path).name)
-    if decoded.table_schemas is not None:
-        schemas = out / "metadata" / "table_schemas"
-        schemas.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(decoded.table_schemas, schemas / f"{run_id}.parquet")
+    for folder, path in (("table_schemas", decoded.table_schemas), ("charset_checks", decoded.charset_checks)):
+        if path is not None:
+            (out / "metadata" / folder).mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, out / "metadata" / folder / f"{run_id}.parquet")
 
 
 def _checkpoint(previous: dict, source: str, decoded: DecodeResult, inputs: Sequence[Input]) -> dict:

@@ -14,13 +14,17 @@ from binlog_codec.charsets import (
     BINARY_COLLATION_ID,
     CharsetError,
     Collation,
+    RoundTrip,
+    RoundTrips,
     UnknownCollationError,
     charset_of,
     collation,
     collations,
     decode,
+    decoder,
     encode,
     is_binary,
+    needs_round_trip,
 )
 
 C1_BYTES = (0x81, 0x8D, 0x8F, 0x90, 0x9D)
@@ -481,3 +485,38 @@ def test_multi_byte_charsets_read_like_the_live_server(mariadb, charset):
     assert not wrong
     allowed = NOT_DECODED.get(charset)
     assert [s.hex() for s in not_decoded if allowed is None or not allowed.match(s)] == []
+
+
+# -- round-trip checks ------------------------------------------------------------------
+
+CP1251 = 51  # cp1251_general_ci
+
+
+@given(st.binary(max_size=64))
+def test_latin1_values_all_come_back_from_a_round_trip(data):
+    check = RoundTrip("latin1")
+    assert decoder(LATIN1, round_trip=check)(data) == decode(data, LATIN1)
+    assert (check.checked, check.mismatches, check.example) == (1, 0, None)
+
+
+def test_a_value_that_does_not_come_back_is_counted_with_the_first_example():
+    check = RoundTrip("cp1251")
+    check.record(b"\xe0", b"\xe0")
+    check.record(b"\x98", b"?")
+    check.record(b"\x99", b"!")
+    assert (check.checked, check.mismatches, check.example) == (3, 2, b"\x98")
+
+
+def test_round_trips_are_kept_per_table_column_and_charset():
+    checks = RoundTrips()
+    read = decoder(CP1251, round_trip=checks.of("db", "t", "name", "cp1251"))
+    assert [read(b"\xcf\xf0\xe8"), read(b"")] == ["При", ""]
+    assert checks.of("db", "t", "name", "cp1251") is checks.of("db", "t", "name", "cp1251")
+    assert checks.rows() == [{"database": "db", "table": "t", "column": "name", "charset": "cp1251",
+                              "checked": 2, "mismatches": 0, "example": None}]
+
+
+def test_only_charsets_whose_decoding_can_be_lossy_are_round_tripped():
+    assert needs_round_trip(LATIN1) and needs_round_trip(CP1251) and needs_round_trip(UCS2)
+    assert not needs_round_trip(UTF8MB4) and not needs_round_trip(UTF8MB3)
+    assert not needs_round_trip(BINARY_COLLATION_ID)

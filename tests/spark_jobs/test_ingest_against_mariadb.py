@@ -12,6 +12,7 @@ the whole after-image.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -21,6 +22,7 @@ import pytest
 
 from mariadb_workload import (
     EVOLVED_TABLES,
+    TEXT,
     arrow_as_server_text,
     evolution_operations,
     operations,
@@ -79,6 +81,21 @@ def test_current_equals_select(mariadb, warehouse):
             ours = [arrow_as_server_text(column, row[column.name], unrepresentable) for column in table.columns]
             for column, our_value, server_value in zip(table.columns, ours, wanted[str(key)]):
                 assert our_value == server_value, (table.name, key, column.name, our_value[:200], server_value[:200])
+
+
+def test_every_latin1_and_cp1251_value_round_trips_to_its_logged_bytes(warehouse):
+    checks = pa.concat_tables(
+        pq.read_table(f) for f in sorted((warehouse / "metadata" / "charset_checks").glob("*.parquet"))
+    ).to_pylist()
+    by_column = {(c["table"], c["column"]): c for c in checks}
+    wanted = {
+        (table.name, column.name)
+        for table in EVOLVED_TABLES for column in table.columns
+        if column.kind == TEXT and re.search(r"CHARSET (latin1|cp1251)", column.ddl)
+    }
+    assert wanted and set(wanted) <= set(by_column)
+    assert all(check["checked"] > 0 and check["mismatches"] == 0 and check["example"] is None for check in checks)
+    assert {c["charset"] for c in checks} >= {"latin1", "cp1251"}
 
 
 def test_changes_hold_one_row_per_row_change_in_log_order(warehouse):
