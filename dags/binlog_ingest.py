@@ -1,0 +1,132 @@
+"""binlog_ingest: binlog objects from S3 (or a folder) into the binlake warehouse.
+
+One DAG run: discover → stage → decode_and_materialize → validate → publish →
+report. The work itself is in :mod:`plugins.ingest_tasks`; this file is the
+schedule, the parameters and the wiring.
+
+- **Schedule.** Hourly data intervals (``CronDataIntervalTimetable``), no
+  catch-up, one active run at a time: runs of a source share its checkpoint
+  and must not overlap.
+- **Input.** Everything of the source after the warehouse's checkpoint. When
+  there is nothing new, ``stage`` and the Spark tasks are skipped and the run
+  succeeds; a backfill run for an interval already ingested is such a run.
+- **Retries.** Every task is safe to run again (see :mod:`plugins.ingest_tasks`),
+  so each gets retries after a short delay. A run whose data fails validation
+  fails at once and publishes nothing.
+- **Parameters** (trigger form, or ``--conf``): ``source_uri``
+  (``s3://bucket/prefix`` read with the ``binlake_s3`` connection, or
+  ``file:///folder``; empty: the ``binlake_source_uri`` Variable),
+  ``warehouse_uri`` (empty: the ``binlake_warehouse_uri`` Variable, see
+  :mod:`plugins.settings`) and ``spark_master`` (empty: ``$SPARK_MASTER``, else
+  ``local[*]``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from airflow.sdk import CronDataIntervalTimetable, Param, Variable, dag, get_current_context, task
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+SOURCE_VARIABLE = "binlake_source_uri"
+
+PARAMS = {
+    "source_uri": Param(
+        "",
+        type="string",
+        pattern=r"^$|^(s3://[^/]+|file:///).*",
+        description="s3://bucket/prefix or file:///folder of binlog files; empty: the Variable binlake_source_uri",
+    ),
+    "warehouse_uri": Param(
+        "",
+        type="string",
+        description="warehouse folder (file:///folder or a path); empty: the Variable binlake_warehouse_uri, "
+        "else $AIRFLOW_HOME/binlake/warehouse",
+    ),
+    "spark_master": Param(
+        "",
+        type="string",
+        description="Spark master URL, e.g. local[2] or spark://host:7077; empty: $SPARK_MASTER, else local[*]",
+    ),
+}
+
+
+@dag(
+    dag_id="binlog_ingest",
+    schedule=CronDataIntervalTimetable("0 * * * *", timezone="UTC"),
+    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    params=PARAMS,
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
+    tags=["binlake"],
+    doc_md=__doc__,
+)
+def binlog_ingest():
+    @task
+    def discover(data_interval_start=None, data_interval_end=None) -> dict:
+        """Resolves the run's source, warehouse and Spark master; lists what is new after the checkpoint."""
+        from plugins import ingest_tasks
+
+        params = get_current_context()["params"]
+        source = params["source_uri"] or Variable.get(SOURCE_VARIABLE, default="")
+        if not source:
+            raise AirflowFailException(f"no source: set the source_uri parameter or the Variable {SOURCE_VARIABLE}")
+        warehouse = ingest_tasks.warehouse_of(params["warehouse_uri"])
+        found = ingest_tasks.discover(source, warehouse)
+        interval = [str(data_interval_start), str(data_interval_end)]
+        return {**found, "spark_master": params["spark_master"], "interval": interval}
+
+    @task
+    def stage(discovered: dict) -> dict:
+        """Downloads and verifies the new objects into the source's staging folder."""
+        from plugins import ingest_tasks
+
+        if not discovered["pending"]:
+            raise AirflowSkipException(f"nothing new in {discovered['source']}")
+        return ingest_tasks.stage_source(discovered["source"], discovered["warehouse"])
+
+    @task
+    def decode_and_materialize(discovered: dict, staged: dict) -> dict:
+        """Spark: the staged files after the checkpoint into the run's work folder."""
+        from plugins import ingest_tasks
+
+        return ingest_tasks.decode_and_materialize(
+            discovered["source"], discovered["warehouse"], discovered["spark_master"],
+            interval=tuple(discovered["interval"]),
+        )
+
+    @task
+    def validate(discovered: dict, prepared: dict) -> dict | None:
+        """Great Expectations over the run; failed expectations fail the run without retries."""
+        from plugins import ingest_tasks
+        from spark_jobs.ingest import QualityFailed
+
+        try:
+            return ingest_tasks.validate(discovered["warehouse"], prepared["run_id"], discovered["spark_master"])
+        except QualityFailed as failed:
+            raise AirflowFailException(str(failed)) from failed
+
+    @task
+    def publish(discovered: dict, prepared: dict, quality: dict | None) -> dict | None:
+        """The atomic commit of the run's data and the new checkpoint."""
+        from plugins import ingest_tasks
+
+        return ingest_tasks.publish_run(discovered["warehouse"], prepared["run_id"])
+
+    @task(trigger_rule="none_failed")
+    def report(discovered: dict, prepared: dict | None, quality: dict | None) -> dict:
+        """Rows per table, quality and Data Docs, checkpoint; "nothing new" when stage was skipped."""
+        from plugins import ingest_tasks
+
+        return ingest_tasks.report(discovered["source"], discovered["warehouse"], prepared, quality)
+
+    discovered = discover()
+    staged = stage(discovered)
+    prepared = decode_and_materialize(discovered, staged)
+    quality = validate(discovered, prepared)
+    published = publish(discovered, prepared, quality)
+    published >> report(discovered, prepared, quality)
+
+
+binlog_ingest()

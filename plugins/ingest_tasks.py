@@ -1,0 +1,227 @@
+"""What each task of the ``binlog_ingest`` DAG does, without Airflow.
+
+The DAG (``dags/binlog_ingest.py``) only wires these functions together; each
+one can be called from a plain Python process or a test. A DAG run goes:
+
+1. :func:`discover` — which binlog objects of the source come after the
+   warehouse's checkpoint (the checkpoint is kept per source, under the
+   source URI);
+2. :func:`stage_source` — those objects, downloaded and verified into the
+   source's own staging folder (:func:`staging_dir_of`);
+3. :func:`decode_and_materialize` — Spark decodes the staged files and folds
+   the row images into the run's work folder in the warehouse (nothing is
+   published yet);
+4. :func:`validate` — Great Expectations over the run's output;
+5. :func:`publish` — the run's data, its run record and the new checkpoint in
+   one atomic commit;
+6. :func:`report` — one line per table, the quality outcome and where the Data
+   Docs are.
+
+Every step can be repeated after a failure: staging resumes and verifies what
+is already there, the run id is derived from the input, ``prepare`` rebuilds
+the run's work folder, and publishing a published run does nothing. What the
+steps hand to each other is small JSON (run id, file names, counts), never
+data: the data stays in the staging folder and the warehouse.
+
+Spark starts and stops inside each step that needs it (:func:`spark_session`),
+so no task leaves a JVM behind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import urlparse
+
+from plugins import settings
+from plugins.object_store import ObjectStore, open_store
+from plugins.staging import pending_objects, stage
+from spark_jobs import ingest, publish
+
+log = logging.getLogger(__name__)
+
+def open_source(source_uri: str, conn_id: str = settings.S3_CONNECTION_ID) -> ObjectStore:
+    """The object store behind ``source_uri``: ``s3://bucket/prefix`` with the keys and endpoint of
+    the Airflow connection ``conn_id``, or ``file:///folder``."""
+    scheme = urlparse(source_uri).scheme
+    if scheme == "s3":
+        from plugins.hooks import store_for  # reads the Airflow connection: Airflow only when needed
+
+        return store_for(source_uri, conn_id)
+    if scheme == "file":
+        return open_store(source_uri)
+    raise ValueError(f"source {source_uri!r}: expected s3://bucket/prefix or file:///folder")
+
+
+def warehouse_of(warehouse_uri: str | None) -> Path:
+    """The warehouse folder: ``warehouse_uri`` (``file:///folder`` or a path) when given, else the
+    configured one (:func:`plugins.settings.warehouse_path`)."""
+    path = settings.local_path(warehouse_uri) if warehouse_uri else settings.warehouse_path()
+    return path.expanduser().resolve()
+
+
+def staging_dir_of(source_uri: str) -> Path:
+    """The staging folder of one source: under :func:`plugins.settings.staging_path`, named after the
+    source (readable part plus a hash of the whole URI, so two sources never share a folder)."""
+    readable = re.sub(r"[^A-Za-z0-9]+", "-", source_uri.split("://", 1)[-1]).strip("-")[:48]
+    digest = hashlib.sha256(source_uri.encode()).hexdigest()[:12]
+    return settings.staging_path().expanduser().resolve() / f"{readable or 'source'}-{digest}"
+
+
+def checkpoint_of(warehouse: str | Path, source_uri: str) -> dict | None:
+    """Where the source's last committed run stopped (``{"file", "position"}``), None before the first."""
+    return publish.read_checkpoint(Path(warehouse)).get(source_uri)
+
+
+def discover(source_uri: str, warehouse: str | Path) -> dict:
+    """Lists the source and picks the binlog objects after the checkpoint.
+
+    Returns ``{"source", "warehouse", "checkpoint", "pending": [{"name", "size"}]}``;
+    an empty ``pending`` means nothing new."""
+    publish.recover(Path(warehouse))  # a commit a dead run left half done moves the checkpoint
+    position = checkpoint_of(warehouse, source_uri)
+    pending = pending_objects(open_source(source_uri).list(), position)
+    if pending:
+        log.info("%s: %d binlog objects after the checkpoint %s: %s", source_uri, len(pending), position,
+                 ", ".join(obj.name for obj in pending))
+    else:
+        log.info("%s: nothing new after the checkpoint %s", source_uri, position)
+    return {
+        "source": source_uri,
+        "warehouse": str(warehouse),
+        "checkpoint": position,
+        "pending": [{"name": obj.name, "size": obj.size} for obj in pending],
+    }
+
+
+def stage_source(source_uri: str, warehouse: str | Path) -> dict:
+    """Downloads and verifies the objects after the checkpoint into the source's staging folder.
+
+    The checkpoint's own file is staged too (from the store when the folder lacks it),
+    because decoding goes on inside it. Returns ``{"staging_dir", "files", "bytes"}``."""
+    position = checkpoint_of(warehouse, source_uri)
+    from_checkpoint_file = None if position is None else {"file": position["file"], "position": 0}
+    folder = staging_dir_of(source_uri)
+    staged = stage(open_source(source_uri), folder, from_checkpoint_file)
+    log.info("%s: %d files staged in %s", source_uri, len(staged), folder)
+    return {"staging_dir": str(folder), "files": [f.name for f in staged], "bytes": sum(f.size for f in staged)}
+
+
+@contextmanager
+def spark_session(spark_master: str | None, step: str) -> Iterator:
+    """A Spark session for one step, stopped when the step ends (``spark_master`` None or empty:
+    ``$SPARK_MASTER``, else ``local[*]``)."""
+    from spark_jobs.session import build_session
+
+    spark = build_session(spark_master or None, app_name=f"binlake {step}")
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def decode_and_materialize(
+    source_uri: str,
+    warehouse: str | Path,
+    spark_master: str | None,
+    *,
+    interval: tuple[str, str] | None = None,
+) -> dict:
+    """Decodes the staged files after the checkpoint and materializes them into the run's work
+    folder (:func:`spark_jobs.ingest.prepare`); publishes nothing.
+
+    ``interval`` is the DAG run's data interval, logged with the run. The input is always
+    everything after the checkpoint, so a run for a past interval whose binlogs are already
+    ingested finds nothing new. Returns ``{"run_id", "inputs", "rows", "bytes"}``; ``run_id`` is
+    empty when there was nothing new."""
+    folder = staging_dir_of(source_uri)
+    if interval:
+        log.info("data interval %s to %s; input: everything of %s after the checkpoint", *interval, source_uri)
+    with spark_session(spark_master, "decode") as spark:
+        result = ingest.prepare(str(folder), str(warehouse), spark=spark, source_key=source_uri)
+    if result.run_id:
+        log.info("run %s prepared: %d files, %d row changes", result.run_id, len(result.inputs),
+                 sum(result.rows.values()))
+    return {
+        "run_id": result.run_id,
+        "inputs": [{"file": i.name, "start": i.start, "end": result.ends.get(i.name)} for i in result.inputs],
+        "rows": result.rows,
+        "bytes": result.bytes,
+    }
+
+
+def validate(warehouse: str | Path, run_id: str, spark_master: str | None) -> dict | None:
+    """Great Expectations over a prepared run (:func:`spark_jobs.ingest.validate_run`).
+
+    Returns ``{"run_id", "success", "expectations", "data_docs", "failures"}`` (None when
+    ``run_id`` is empty); raises :class:`spark_jobs.ingest.QualityFailed` when an expectation
+    failed, so that nothing is published."""
+    if not run_id:
+        return None
+    with spark_session(spark_master, "validate") as spark:
+        outcome = ingest.validate_run(spark, str(warehouse), run_id)
+    summary = quality_summary(run_id, outcome, Path(warehouse))
+    log.info("run %s: quality %s, %d expectations, Data Docs: %s", run_id,
+             "passed" if summary["success"] else "FAILED", summary["expectations"], summary["data_docs"])
+    if not outcome["success"]:
+        raise ingest.QualityFailed(run_id, outcome)
+    return summary
+
+
+def quality_summary(run_id: str, outcome: dict, warehouse: Path) -> dict:
+    """The small part of a validation outcome worth handing on: success, counts, failures, and the
+    Data Docs page (its path in the warehouse made absolute)."""
+    docs = outcome.get("data_docs")
+    return {
+        "run_id": run_id,
+        "success": bool(outcome["success"]),
+        "expectations": sum(table["expectations"] for table in outcome["tables"]),
+        "data_docs": str(warehouse / docs) if docs else None,
+        "failures": [f"{t['database']}.{t['table']}: {line}" for t in outcome["tables"] for line in t["failures"]],
+    }
+
+
+def publish_run(warehouse: str | Path, run_id: str) -> dict | None:
+    """Commits a prepared, validated run (:func:`spark_jobs.ingest.publish_run`): a no-op for a run
+    already published. Returns ``{"run_id", "checkpoint"}`` (None when ``run_id`` is empty)."""
+    if not run_id:
+        return None
+    ingest.publish_run(str(warehouse), run_id)
+    checkpoint = publish.read_checkpoint(Path(warehouse))
+    log.info("run %s published; checkpoint now %s", run_id, checkpoint)
+    return {"run_id": run_id, "checkpoint": checkpoint}
+
+
+def report(source_uri: str, warehouse: str | Path, prepared: dict | None, quality: dict | None) -> dict:
+    """Logs what the run did: per table the row changes, the quality outcome, where the Data Docs and
+    the tables are, and the source's checkpoint. Returns the same as a dict."""
+    run_id = (prepared or {}).get("run_id") or ""
+    summary = {
+        "source": source_uri,
+        "warehouse": str(warehouse),
+        "run_id": run_id,
+        "rows": (prepared or {}).get("rows", {}) if run_id else {},
+        "quality": quality,
+        "checkpoint": checkpoint_of(warehouse, source_uri),
+    }
+    for line in report_lines(summary):
+        log.info("%s", line)
+    return summary
+
+
+def report_lines(summary: dict) -> list[str]:
+    """The report of :func:`report` as text, one line per fact."""
+    if not summary["run_id"]:
+        return [f"{summary['source']}: nothing new; checkpoint {summary['checkpoint']}"]
+    lines = [f"run {summary['run_id']} from {summary['source']} into {summary['warehouse']}"]
+    lines += [f"  {table}: {rows} row changes" for table, rows in sorted(summary["rows"].items())]
+    quality = summary["quality"]
+    if quality is not None:
+        lines.append(f"quality: {'passed' if quality['success'] else 'FAILED'} "
+                     f"({quality['expectations']} expectations); Data Docs: {quality['data_docs']}")
+    lines.append(f"checkpoint: {summary['checkpoint']}")
+    return lines

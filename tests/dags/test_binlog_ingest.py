@@ -1,0 +1,320 @@
+"""Real runs of the ``binlog_ingest`` DAG: Airflow on SQLite, the sample binlogs in a moto S3 server.
+
+Each DAG run is ``dag.test()`` in a subprocess of its own (this file run as a
+script, see :func:`main`), so that Airflow reads the test's ``AIRFLOW_HOME``,
+database and ``binlake_s3`` connection from the environment before it is
+imported. The module tells one story against one bucket and one warehouse:
+
+1. the bucket holds ``mariadb-bin.000001`` cut at a transaction boundary: the
+   first run ingests it;
+2. a second run with nothing new changes nothing;
+3. the whole ``mariadb-bin.000001`` (grown) and ``mariadb-bin.000002`` arrive;
+   the third run's commit is killed half way once, Airflow retries the publish
+   task and the run publishes once;
+4. a run for a past data interval (a backfill) finds nothing new and changes
+   nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DAGS_FOLDER = REPO_ROOT / "dags"
+DAG_ID = "binlog_ingest"
+SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
+RESULT_MARK = "binlog_ingest test run: "
+KEY = ("_binlog_seq", "_binlog_pos", "_binlog_inner_offset", "_row_index")
+RUN_TIMEOUT = 900
+BACKFILL_DATE = datetime(2026, 2, 1, 12, 30, tzinfo=timezone.utc)  # long before the binlogs arrive
+
+
+# ---------------------------------------------------------------- the expected content
+
+
+def logged_changes(path: Path, stop: int | None = None) -> list:
+    """The row changes ``binlog_codec`` reads from a binlog file (those before ``stop``, when given)."""
+    from binlog_codec.rows import read_rows
+
+    return [row for row in read_rows(str(path)) if stop is None or row.pos < stop]
+
+
+def transaction_boundary(path: Path, after_transactions: int) -> int:
+    """The end position of the file's ``after_transactions``-th transaction."""
+    from binlog_codec.transactions import scan_transactions
+
+    return list(scan_transactions(str(path)))[after_transactions - 1].end
+
+
+def expected_current(changes: list) -> dict[str, set[int]]:
+    """Per ``db.table``, the primary keys left after applying the changes in order."""
+    keys: dict[str, set[int]] = {}
+    for row in changes:
+        table = keys.setdefault(f"{row.database}.{row.table}", set())
+        if row.kind == "delete":
+            table.discard(row.change.before["id"])
+        else:
+            if row.change.before is not None:
+                table.discard(row.change.before["id"])
+            table.add(row.change.after["id"])
+    return keys
+
+
+# ---------------------------------------------------------------- reading the warehouse
+
+
+def warehouse_files(warehouse: Path) -> dict[str, bytes]:
+    """Every published file of the warehouse and its bytes."""
+    return {
+        str(p.relative_to(warehouse)): p.read_bytes()
+        for p in sorted(warehouse.rglob("*"))
+        if p.is_file() and not p.relative_to(warehouse).parts[0].startswith("_")
+    }
+
+
+def query(sql: str) -> list[tuple]:
+    return duckdb.sql(sql).fetchall()
+
+
+def changes_of(warehouse: Path, table: str) -> list[dict]:
+    """The ``changes`` rows of ``db.table``."""
+    database, name = table.split(".")
+    relation = duckdb.sql(
+        f"select * from read_parquet('{warehouse}/changes/{database}/{name}/**/*.parquet', "
+        "union_by_name=true, hive_partitioning=true)"
+    )
+    return [dict(zip(relation.columns, values)) for values in relation.fetchall()]
+
+
+def current_ids(warehouse: Path, table: str) -> set[int]:
+    database, name = table.split(".")
+    return {row[0] for row in query(f"select id from read_parquet('{warehouse}/current/{database}/{name}/**/*.parquet')")}
+
+
+def run_records(warehouse: Path) -> list[dict]:
+    relation = duckdb.sql(f"select * from read_parquet('{warehouse}/metadata/runs/*.parquet')")
+    return [dict(zip(relation.columns, values)) for values in relation.fetchall()]
+
+
+# ---------------------------------------------------------------- running the DAG
+
+
+def run_dag(env: dict[str, str], conf: dict, *, logical_date: datetime | None = None,
+            kill_commit_once: bool = False) -> dict:
+    """One DAG run in a subprocess; returns its state, each task's state and tries, and the report."""
+    request = {
+        "conf": conf,
+        "logical_date": logical_date.isoformat() if logical_date else None,
+        "kill_commit_once": kill_commit_once,
+    }
+    done = subprocess.run(
+        [sys.executable, __file__, json.dumps(request)],
+        env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT,
+    )
+    results = [line[len(RESULT_MARK):] for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
+    if done.returncode != 0 or not results:
+        raise AssertionError(f"the DAG run did not finish (exit {done.returncode}):\n"
+                             f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}")
+    return json.loads(results[-1])
+
+
+def main(request: dict) -> None:
+    """In the subprocess: ``dag.test()`` of the DAG as the dags folder defines it, then one line
+    with the outcome. Retries wait one second instead of the DAG's delay, to keep the test short."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    dag = DagBag(dag_folder=str(DAGS_FOLDER)).dags[DAG_ID]
+    for task in dag.tasks:
+        task.retry_delay = timedelta(seconds=1)
+    if request["kill_commit_once"]:
+        _kill_the_first_commit_half_way()
+    logical_date = datetime.fromisoformat(request["logical_date"]) if request["logical_date"] else None
+    run = dag.test(run_conf=request["conf"], **({"logical_date": logical_date} if logical_date else {}))
+    tasks = {ti.task_id: {"state": str(ti.state), "tries": ti.try_number} for ti in run.get_task_instances()}
+    outcome = {
+        "state": str(run.state),
+        "tasks": tasks,
+        "interval": [str(run.data_interval_start), str(run.data_interval_end)],
+        "report": _return_value(run, "report"),
+    }
+    print(RESULT_MARK + json.dumps(outcome, default=str), flush=True)
+
+
+def _kill_the_first_commit_half_way() -> None:
+    """The first commit applies half of its journal's moves, then dies; later ones run normally
+    (the retried task rolls the journal forward, as after a crash)."""
+    from spark_jobs import publish
+
+    real_apply = publish._apply
+    killed = []
+
+    def apply_half_and_die(warehouse: Path, journal: Path) -> None:
+        if killed:
+            return real_apply(warehouse, journal)
+        killed.append(journal)
+        moves = json.loads(journal.read_text(encoding="utf-8"))
+        for move in moves[: len(moves) // 2]:
+            publish.Move(**move).apply(warehouse)
+        raise RuntimeError(f"killed after {len(moves) // 2} of {len(moves)} moves of the commit")
+
+    publish._apply = apply_half_and_die
+
+
+def _return_value(run, task_id: str):
+    """What ``task_id`` returned in ``run`` (None when it did not run)."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        xcom = session.scalars(
+            select(XComModel).where(
+                XComModel.dag_id == run.dag_id, XComModel.run_id == run.run_id,
+                XComModel.task_id == task_id, XComModel.key == "return_value",
+            )
+        ).first()
+        return None if xcom is None else XComModel.deserialize_value(xcom)
+
+
+# ---------------------------------------------------------------- the story
+
+
+@pytest.fixture(scope="module")
+def airflow_env(tmp_path_factory, s3_server) -> dict[str, str]:
+    """The environment of the module's DAG runs: a fresh ``AIRFLOW_HOME`` with a migrated SQLite
+    database, the repository's dags, the ``binlake_s3`` connection to the test S3 server."""
+    from s3_server import ACCESS_KEY, REGION, SECRET_KEY
+
+    home = tmp_path_factory.mktemp("airflow")
+    connection = {"conn_type": "aws", "login": ACCESS_KEY, "password": SECRET_KEY,
+                  "extra": {"endpoint_url": s3_server.endpoint_url, "region_name": REGION}}
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW_CONN_BINLAKE_S3": json.dumps(connection),
+        "BINLAKE_STAGING_DIR": str(home / "staging"),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    migrated = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env,
+                              capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert migrated.returncode == 0, migrated.stdout[-3000:] + migrated.stderr[-3000:]
+    return env
+
+
+@pytest.fixture(scope="module")
+def story(airflow_env, s3_server, tmp_path_factory) -> dict:
+    """The four runs of the module text; per step, the DAG run's outcome and the warehouse files
+    after it, plus what the binlogs hold."""
+    first, second = SAMPLES
+    cut = transaction_boundary(first, 5)
+    assert 0 < cut < first.stat().st_size
+    bucket = s3_server.create_bucket("binlog-ingest")
+    client = s3_server.client()
+    client.put_object(Bucket=bucket, Key=f"binlogs/{first.name}", Body=first.read_bytes()[:cut])
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    conf = {"source_uri": f"s3://{bucket}/binlogs", "warehouse_uri": warehouse.as_uri(), "spark_master": "local[2]"}
+
+    steps = {"first": run_dag(airflow_env, conf)}
+    steps["first"]["files"] = warehouse_files(warehouse)
+    steps["nothing new"] = run_dag(airflow_env, conf)
+    steps["nothing new"]["files"] = warehouse_files(warehouse)
+    client.upload_file(str(first), bucket, f"binlogs/{first.name}")
+    client.upload_file(str(second), bucket, f"binlogs/{second.name}")
+    steps["new and grown"] = run_dag(airflow_env, conf, kill_commit_once=True)
+    steps["new and grown"]["files"] = warehouse_files(warehouse)
+    steps["backfill"] = run_dag(airflow_env, conf, logical_date=BACKFILL_DATE)
+    steps["backfill"]["files"] = warehouse_files(warehouse)
+    return {
+        "steps": steps,
+        "warehouse": warehouse,
+        "source": conf["source_uri"],
+        "before_cut": logged_changes(first, cut),
+        "all": logged_changes(first) + logged_changes(second),
+    }
+
+
+def table_counts(changes: list) -> dict[str, int]:
+    return dict(Counter(f"{row.database}.{row.table}" for row in changes))
+
+
+def assert_succeeded(step: dict, ran: set[str]) -> None:
+    states = {task: info["state"] for task, info in step["tasks"].items()}
+    assert step["state"] == "success", states
+    assert {task for task, state in states.items() if state == "success"} == ran, states
+
+
+ALL_TASKS = {"discover", "stage", "decode_and_materialize", "validate", "publish", "report"}
+
+
+def test_the_first_run_ingests_every_row_change_of_the_binlog(story):
+    step, warehouse = story["steps"]["first"], story["warehouse"]
+    assert_succeeded(step, ALL_TASKS)
+    expected = table_counts(story["before_cut"])
+    assert expected and step["report"]["rows"] == expected
+    for table, count in expected.items():
+        assert len(changes_of(warehouse, table)) == count
+    for table, keys in expected_current(story["before_cut"]).items():
+        assert current_ids(warehouse, table) == keys
+    (record,) = [r for r in run_records(warehouse) if r["run_id"] == step["report"]["run_id"]]
+    assert json.loads(record["quality"])["success"] is True
+    assert Path(step["report"]["quality"]["data_docs"]).is_file()
+    assert step["report"]["checkpoint"]["file"] == SAMPLES[0].name
+
+
+def test_a_run_with_nothing_new_skips_the_work_and_changes_nothing(story):
+    step = story["steps"]["nothing new"]
+    assert_succeeded(step, {"discover", "report"})
+    assert {step["tasks"][t]["state"] for t in ALL_TASKS - {"discover", "report"}} == {"skipped"}
+    assert step["report"]["run_id"] == ""
+    assert step["files"] == story["steps"]["first"]["files"]
+
+
+def test_new_binlogs_and_a_grown_file_add_exactly_the_new_transactions(story):
+    step, warehouse = story["steps"]["new and grown"], story["warehouse"]
+    assert_succeeded(step, ALL_TASKS)
+    assert step["report"]["rows"] == {
+        table: count - table_counts(story["before_cut"]).get(table, 0)
+        for table, count in table_counts(story["all"]).items()
+    }
+    for table, count in table_counts(story["all"]).items():
+        changes = changes_of(warehouse, table)
+        keys = [tuple(change[k] for k in KEY) for change in changes]
+        assert len(keys) == len(set(keys)) == count
+    for table, keys in expected_current(story["all"]).items():
+        assert current_ids(warehouse, table) == keys
+    assert step["report"]["checkpoint"] == {"file": SAMPLES[1].name, "position": SAMPLES[1].stat().st_size}
+
+
+def test_a_commit_killed_half_way_is_retried_and_publishes_once(story):
+    step, warehouse = story["steps"]["new and grown"], story["warehouse"]
+    assert step["tasks"]["publish"]["tries"] == 2
+    assert all(info["tries"] == 1 for task, info in step["tasks"].items() if task != "publish")
+    runs = run_records(warehouse)
+    assert len(runs) == len({r["run_id"] for r in runs}) == 2
+    assert not (warehouse / "_journal").exists() or not any((warehouse / "_journal").iterdir())
+
+
+def test_a_backfill_run_for_an_ingested_interval_changes_nothing(story):
+    step = story["steps"]["backfill"]
+    start, end = (datetime.fromisoformat(moment) for moment in step["interval"])
+    assert start < end <= BACKFILL_DATE
+    assert_succeeded(step, {"discover", "report"})
+    assert step["report"]["run_id"] == ""
+    assert step["files"] == story["steps"]["new and grown"]["files"]
+
+
+if __name__ == "__main__":
+    main(json.loads(sys.argv[1]))

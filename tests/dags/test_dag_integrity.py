@@ -1,0 +1,110 @@
+"""Every DAG file loads, and ``binlog_ingest`` has the shape its runs rely on.
+
+The DAG files are loaded with Airflow's ``DagBag`` in a subprocess whose
+``AIRFLOW_HOME`` is a temporary folder, so no developer settings leak in; the
+subprocess prints what the assertions look at as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DAGS_FOLDER = REPO_ROOT / "dags"
+RESULT_MARK = "dag integrity: "
+INGEST_TASKS = ["discover", "stage", "decode_and_materialize", "validate", "publish", "report"]
+
+DESCRIBE = """
+import json, sys
+import pendulum
+from airflow.dag_processing.dagbag import DagBag
+from airflow.serialization.encoders import coerce_to_core_timetable
+
+bag = DagBag(dag_folder=sys.argv[1])
+dags = {}
+for dag_id, dag in bag.dags.items():
+    timetable = coerce_to_core_timetable(dag.timetable)
+    interval = timetable.infer_manual_data_interval(run_after=pendulum.datetime(2026, 3, 4, 5, 6, tz="UTC"))
+    dags[dag_id] = {
+        "file": dag.fileloc,
+        "timetable": type(dag.timetable).__name__,
+        "interval": [interval.start.isoformat(), interval.end.isoformat()],
+        "catchup": dag.catchup,
+        "max_active_runs": dag.max_active_runs,
+        "params": {name: dag.params[name] for name in dag.params},
+        "tasks": {
+            task.task_id: {
+                "upstream": sorted(task.upstream_task_ids),
+                "retries": task.retries,
+                "retry_delay": task.retry_delay.total_seconds(),
+                "trigger_rule": task.trigger_rule.value,
+            }
+            for task in dag.tasks
+        },
+        "order": [task.task_id for task in dag.topological_sort()],
+    }
+print(%r + json.dumps({"errors": {k: str(v) for k, v in bag.import_errors.items()}, "dags": dags}))
+""" % RESULT_MARK
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory) -> dict:
+    """Import errors and a description of every DAG in ``dags/``."""
+    home = tmp_path_factory.mktemp("airflow")
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+    }
+    done = subprocess.run([sys.executable, "-c", DESCRIBE, str(DAGS_FOLDER)], env=env, cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=300)
+    lines = [line[len(RESULT_MARK):] for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
+    assert done.returncode == 0 and lines, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(lines[-1])
+
+
+def test_every_dag_file_loads_without_import_errors(loaded):
+    assert loaded["errors"] == {}
+    loaded_files = {Path(dag["file"]).name for dag in loaded["dags"].values()}
+    assert loaded_files == {path.name for path in DAGS_FOLDER.glob("*.py")}
+
+
+def test_binlog_ingest_runs_its_tasks_in_order(loaded):
+    dag = loaded["dags"]["binlog_ingest"]
+    assert dag["order"] == INGEST_TASKS
+    upstream = {task: info["upstream"] for task, info in dag["tasks"].items()}
+    assert upstream["discover"] == []
+    for before, task in zip(INGEST_TASKS, INGEST_TASKS[1:]):
+        assert before in upstream[task]
+    # report also runs when there was nothing new (the work tasks skipped), never after a failure
+    assert dag["tasks"]["report"]["trigger_rule"] == "none_failed"
+    assert {info["trigger_rule"] for task, info in dag["tasks"].items() if task != "report"} == {"all_success"}
+
+
+def test_binlog_ingest_schedules_non_empty_intervals_one_run_at_a_time(loaded):
+    dag = loaded["dags"]["binlog_ingest"]
+    assert dag["timetable"] == "CronDataIntervalTimetable"
+    start, end = (datetime.fromisoformat(moment) for moment in dag["interval"])
+    assert start < end <= datetime(2026, 3, 4, 5, 6, tzinfo=timezone.utc)
+    assert dag["catchup"] is False and dag["max_active_runs"] == 1
+
+
+def test_binlog_ingest_takes_source_warehouse_and_master_as_params(loaded):
+    dag = loaded["dags"]["binlog_ingest"]
+    assert set(dag["params"]) == {"source_uri", "warehouse_uri", "spark_master"}
+    assert all(value == "" for value in dag["params"].values())  # empty: the Variables and environment decide
+
+
+def test_binlog_ingest_retries_every_task_after_a_short_delay(loaded):
+    for task, info in loaded["dags"]["binlog_ingest"]["tasks"].items():
+        assert info["retries"] >= 1, task
+        assert 0 < info["retry_delay"] <= 120, task
