@@ -2,6 +2,7 @@
 #
 #   make demo    set up, then run the codec on the bundled sample binlog
 #   make test    set up, then run the test suite
+#   make airflow set up, then start a private Airflow with the binlake view
 #   make bench   set up, then run the benchmark (writes a JSON result file)
 #   make lock    re-resolve requirements.in into requirements.lock
 #   make clean   remove the virtual environment and caches
@@ -33,11 +34,12 @@ export PYSPARK_DRIVER_PYTHON ?= $(CURDIR)/$(VPY)
 
 SAMPLES = $(sort $(wildcard samples/*.0*))
 
-.PHONY: help setup java mariadb test demo bench lock clean
+.PHONY: help setup java chromium mariadb test demo bench airflow lock clean
 
 help:
 	@echo "make demo    run the codec on the bundled sample binlog"
 	@echo "make test    run the test suite"
+	@echo "make airflow start a private Airflow (UI with the binlake view)"
 	@echo "make bench   run the benchmark"
 	@echo "make lock    re-resolve requirements.in into requirements.lock"
 	@echo "make clean   remove .venv and caches"
@@ -55,6 +57,16 @@ java:
 	  echo "==> installing a Java runtime (default-jre-headless)"; \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends default-jre-headless; \
+	fi
+
+# Headless Chromium renders the binlake view in the browser tests.
+chromium:
+	@if command -v chromium >/dev/null 2>&1; then \
+	  :; \
+	else \
+	  echo "==> installing Chromium (chromium)"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; \
 	fi
 
 mariadb:
@@ -86,7 +98,7 @@ $(DEV_STAMP): $(LOCK_STAMP)
 
 # ---------------------------------------------------------------- products
 
-test: setup mariadb
+test: setup mariadb chromium
 	$(VPY) -m pytest tests/
 
 demo: setup
@@ -98,6 +110,14 @@ demo: setup
 
 bench: setup mariadb
 	$(VPY) benchmarks/run.py
+
+# A private Airflow in the background (state in .infra/airflow); stop it with
+# infra/airflow.sh stop .infra/airflow.
+AIRFLOW_PORT ?= 8080
+airflow: setup
+	bash infra/airflow.sh start .infra/airflow $(AIRFLOW_PORT)
+	@echo "binlake view: http://127.0.0.1:$(AIRFLOW_PORT)/plugin/binlake"
+	@echo "stop with:    infra/airflow.sh stop .infra/airflow"
 
 # ---------------------------------------------------------------- maintenance
 
