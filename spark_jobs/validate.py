@@ -1,0 +1,263 @@
+"""Validate step: Great Expectations over a run folder says whether the run may be published.
+
+A run folder is laid out like the warehouse (``changes/<db>/<table>/...``,
+``metadata/table_schemas``, ``metadata/transactions``, optionally
+``metadata/charset_checks``). :func:`validate` generates, per table of the run,
+the expectations of :mod:`spark_jobs.expectations` from the run's metadata,
+evaluates them with Great Expectations' Spark datasource on the table's
+``changes`` rows (read with Spark, schemas merged) and returns a
+:class:`QualityOutcome`: the run may be published only when ``success`` is
+true. Nothing is published or refused here; the caller does that.
+
+Everything Great Expectations keeps lives in the warehouse, under ``quality/``:
+
+* ``quality/gx/``: the file data context (its configuration, the datasource,
+  the latest expectation suite and validation definition of every table;
+  analytics and progress bars off);
+* ``quality/runs/<run_id>/validation_results/``: the run's validation results
+  (one JSON document per table, and one for the charset checks);
+* ``quality/runs/<run_id>/data_docs/index.html``: the run's Data Docs, built
+  for this run only, so that the report of every run stays readable, that of a
+  failed run included.
+
+A run validated again under the same id (the same input after a failure)
+adds its results next to the earlier ones and rebuilds the run's Data Docs
+from its own. Two validations must not write to one warehouse at the same
+time: the data context's configuration is one file.
+
+Great Expectations is imported by :func:`validate`, not with this module: the
+import takes seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from spark_jobs.expectations import (
+    FILE, ROW_IN_FILE, TableFacts, charset_expectation, failure_line, table_expectations, table_facts,
+)
+from spark_jobs.layout import path_part, table_folder
+
+log = logging.getLogger(__name__)
+
+QUALITY = "quality"
+CONTEXT = "gx"
+RUNS = "runs"
+DATA_DOCS = "data_docs"
+DATASOURCE = "binlake"
+RESULTS_STORE = "run_validation_results"
+CHARSET_SUITE = "charset_checks"
+# Where the validation results store keeps a result: (suite, run name, run time, batch) under quality/runs/.
+RESULTS_PATH = "{1}/validation_results/{0}/{2}/{3}.json"
+
+
+@dataclass
+class TableOutcome:
+    """The validation of one table of a run; ``failures`` has one line per failed expectation."""
+
+    database: str
+    table: str
+    rows: int
+    success: bool
+    expectations: int
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class QualityOutcome:
+    """The validation of a run: it may be published when ``success`` is true.
+
+    ``data_docs`` is the run's Data Docs index.html, relative to the warehouse root.
+    """
+
+    run_id: str
+    success: bool
+    tables: list[TableOutcome]
+    data_docs: str | None
+
+    def to_json(self) -> dict:
+        """JSON-serialisable (Airflow XCom, ``metadata/runs``); :meth:`from_json` reads it back."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "QualityOutcome":
+        return cls(**{**data, "tables": [TableOutcome(**table) for table in data["tables"]]})
+
+
+def validate(spark, run_folder: Path, warehouse: Path, run_id: str) -> QualityOutcome:
+    """Validate the run folder ``run_folder`` of run ``run_id`` (see the module docstring)."""
+    run_folder, warehouse = Path(run_folder), Path(warehouse)
+    tables = table_facts(_rows(run_folder / "metadata" / "table_schemas"), _logged_rows(run_folder))
+    log.info("run %s: validating %d tables of %s", run_id, len(tables), run_folder)
+    context = _context(warehouse / QUALITY)
+    from great_expectations.core.run_identifier import RunIdentifier
+
+    run = RunIdentifier(run_name=run_id, run_time=datetime.now(timezone.utc))
+    outcomes = [_validate_table(context, spark, run_folder, table, run) for table in tables]
+    _validate_charsets(context, spark, run_folder, outcomes, run)
+    data_docs = _build_data_docs(context, warehouse, run)
+    outcome = QualityOutcome(run_id, all(t.success for t in outcomes), outcomes, data_docs)
+    for table in outcomes:
+        for line in table.failures:
+            log.warning("run %s: %s.%s: %s", run_id, table.database, table.table, line)
+    log.info("run %s: quality %s, %d expectations over %d tables; Data Docs: %s", run_id,
+             "passed" if outcome.success else "FAILED", sum(t.expectations for t in outcomes), len(outcomes),
+             data_docs)
+    return outcome
+
+
+# -- the run's metadata ------------------------------------------------------------
+
+
+def _rows(folder: Path) -> list[dict]:
+    """The rows of every Parquet file of a metadata folder; none when it is absent."""
+    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
+    return [row for file in files for row in pq.read_table(file).to_pylist()]
+
+
+def _logged_rows(run_folder: Path) -> dict[tuple[str, str], int]:
+    """Per (database, table), the row changes the run's transaction index gives it."""
+    logged: dict[tuple[str, str], int] = {}
+    for transaction in _rows(run_folder / "metadata" / "transactions"):
+        for entry in transaction["rows_per_table"]:
+            key = (entry["database"], entry["table"])
+            logged[key] = logged.get(key, 0) + entry["rows"]
+    return logged
+
+
+def _changes(spark, run_folder: Path, table: TableFacts):
+    """The table's change rows with their Parquet file and row number, cached; None without files."""
+    files = sorted(Path(table_folder(run_folder, "changes", table.database, table.table)).rglob("*.parquet"))
+    if not files:
+        return None
+    frame = spark.read.option("mergeSchema", "true").parquet(*(str(file) for file in files))
+    return frame.select(
+        "*", frame["_metadata.file_path"].alias(FILE), frame["_metadata.row_index"].alias(ROW_IN_FILE)
+    ).cache()
+
+
+# -- Great Expectations ------------------------------------------------------------
+
+
+def _context(quality: Path):
+    """The warehouse's file data context, set up on first use: validation results under
+    ``quality/runs/``, no analytics, no progress bars, no data docs site of its own."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    quality.mkdir(parents=True, exist_ok=True)
+    context = gx.get_context(mode="file", project_root_dir=str(quality))
+    if context.variables.validation_results_store_name != RESULTS_STORE:
+        log.info("setting up the Great Expectations context in %s", quality / CONTEXT)
+        context.add_store(RESULTS_STORE, {
+            "class_name": "ValidationResultsStore",
+            "store_backend": {
+                "class_name": "TupleFilesystemStoreBackend", "base_directory": f"../{RUNS}",
+                "filepath_template": RESULTS_PATH, "filepath_suffix": None,
+            },
+        })
+        default_store = context.variables.validation_results_store_name
+        context.variables.validation_results_store_name = RESULTS_STORE
+        context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        context.variables.analytics_enabled = False
+        context.variables.data_docs_sites = {}
+        context.variables.save()
+        context.delete_store(default_store)
+    return context
+
+
+def _run_suite(context, name: str, frame, expectations: list, run):
+    """Evaluate ``expectations`` as the suite ``name`` on the DataFrame ``frame``; the results are stored."""
+    import great_expectations as gx
+
+    datasource = context.data_sources.add_or_update_spark(name=DATASOURCE)
+    try:
+        asset = datasource.get_asset(name)
+    except LookupError:
+        asset = datasource.add_dataframe_asset(name=name)
+    try:
+        batch = asset.get_batch_definition(name)
+    except KeyError:
+        batch = asset.add_batch_definition_whole_dataframe(name)
+    suite = context.suites.add_or_update(gx.ExpectationSuite(name=name, expectations=expectations))
+    definition = context.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=name, data=batch, suite=suite)
+    )
+    return definition.run(batch_parameters={"dataframe": frame}, run_id=run, result_format="COMPLETE")
+
+
+def _suite_name(table: TableFacts) -> str:
+    """``<db>:<table>``, each part as its folder name (where ``:`` and ``.`` are escaped)."""
+    return f"{path_part(table.database)}:{path_part(table.table)}"
+
+
+def _validate_table(context, spark, run_folder: Path, table: TableFacts, run) -> TableOutcome:
+    """Evaluate the table's expectations on its changes."""
+    frame = _changes(spark, run_folder, table)
+    if frame is None:
+        failures = [] if table.logged_rows == 0 else [
+            f"no changes files, but the transaction index logged {table.logged_rows} rows"
+        ]
+        return TableOutcome(table.database, table.table, 0, not failures, 0, failures)
+    if not table.columns:
+        log.warning("%s: no version in metadata/table_schemas, its columns are not checked", table.name)
+    try:
+        result = _run_suite(context, _suite_name(table), frame, table_expectations(table), run)
+    finally:
+        frame.unpersist()
+    rows = next(r.result["observed_value"] for r in result.results if r.expectation_config.meta["check"] == "row_count")
+    failures = [failure_line(r) for r in result.results if not r.success]
+    if not table.columns:
+        failures.insert(0, "no table version in metadata/table_schemas")
+    log.info("%s: %d rows, %d expectations, %d failed", table.name, rows, len(result.results), len(failures))
+    return TableOutcome(table.database, table.table, rows, not failures, len(result.results), failures)
+
+
+def _validate_charsets(context, spark, run_folder: Path, outcomes: list[TableOutcome], run) -> None:
+    """Evaluate ``metadata/charset_checks`` (when the run has it) and add each table's result
+    to its outcome; tables without rows there have no non-UTF-8 text column to check."""
+    folder = run_folder / "metadata" / "charset_checks"
+    checked = {(row["database"], row["table"]) for row in _rows(folder)}
+    by_table = {(t.database, t.table): t for t in outcomes}
+    expectations = [charset_expectation(*key) for key in sorted(checked) if key in by_table]
+    if not expectations:
+        return
+    frame = spark.read.parquet(str(folder))
+    result = _run_suite(context, CHARSET_SUITE, frame, expectations, run)
+    for each in result.results:
+        meta = each.expectation_config.meta
+        outcome = by_table[(meta["database"], meta["table"])]
+        outcome.expectations += 1
+        if not each.success:
+            outcome.failures.append(failure_line(each))
+            outcome.success = False
+
+
+def _build_data_docs(context, warehouse: Path, run) -> str | None:
+    """The run's Data Docs under ``quality/runs/<run_id>/data_docs``, of this run's results only;
+    the index.html relative to the warehouse, None when nothing was validated."""
+    results = [key for key in context.validation_results_store.list_keys() if key.run_id == run]
+    if not results:
+        return None
+    folder = Path(RUNS) / run.run_name / DATA_DOCS
+    shutil.rmtree(warehouse / QUALITY / folder, ignore_errors=True)
+    site = f"run_{run.run_name}"
+    context.variables.data_docs_sites = {site: {
+        "class_name": "SiteBuilder", "show_how_to_buttons": False,
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": f"../{folder}"},
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+    }}
+    try:
+        context.build_data_docs(site_names=[site], resource_identifiers=results)
+    finally:
+        context.variables.data_docs_sites = {}
+    index = warehouse / QUALITY / folder / "index.html"
+    return str(index.relative_to(warehouse)) if index.exists() else None
