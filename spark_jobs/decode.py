@@ -31,6 +31,9 @@ range, so decoding the same input again gives the same names (and the same
 bytes). ``<db>`` and ``<table>`` are percent-encoded where they hold
 characters a path cannot (``/``, ``.``, ...).
 
+The split size is the target (64 MB by default), or smaller when that keeps
+every Spark task slot busy to the end (:func:`spark_jobs.splits.balanced_target`).
+
 Nothing is visible until every split is decoded: tasks write under
 ``_temporary/<run>/`` in the staging folder, and the driver moves the files
 into place once the whole job has succeeded. When a split fails to decode, the
@@ -75,7 +78,7 @@ from binlog_codec.table_map import TableMap
 from binlog_codec.transactions import Transaction
 
 from .layout import path_part
-from .splits import DEFAULT_TARGET_BYTES, FilePlan, Split, SplitPlan, plan_splits, split_rows, split_transactions
+from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_rows, split_transactions
 
 log = logging.getLogger(__name__)
 
@@ -529,7 +532,9 @@ def decode(
     """
     started = time.monotonic()
     staging = Path(staging_dir).resolve()
-    plan = plan_splits(files, target_bytes, start_positions)
+    files = list(files)
+    slots = spark.sparkContext.defaultParallelism
+    plan = plan_splits(files, balanced_target(files, target_bytes, slots, start_positions), start_positions)
     work_dir = staging / TEMPORARY / uuid.uuid4().hex
     summaries: list[dict[str, Any]] = []
     schemas = checks = None

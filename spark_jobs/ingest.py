@@ -40,6 +40,7 @@ import re
 import shutil
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -182,6 +183,31 @@ def _copy_metadata(decoded: DecodeResult, out: Path, run_id: str) -> None:
             shutil.copyfile(path, out / "metadata" / folder / f"{run_id}.parquet")
 
 
+def _materialize_tables(
+    spark, decoded: DecodeResult, keys: dict[tuple[str, str], list[str]], root: Path, out: Path, run_id: str
+) -> dict[str, int]:
+    """Every table of the run materialized into ``out``; changes per table. Tables are submitted
+    from several driver threads at once, so that Spark runs one table's tasks in the slots
+    another table's narrower stages (a sort into one file, a driver-side step) leave idle. Each
+    thread has a session of its own (same SparkContext), so the settings one table's
+    materialize sets for its duration never leak into another's."""
+
+    def one(table_key: tuple[str, str], images: list[str]) -> int:
+        database, table = table_key
+        done = materialize(
+            spark.newSession(), images, database=database, table=table, key_columns=keys.get(table_key),
+            current=table_folder(root, "current", database, table), target=str(out), run_name=run_id,
+        )
+        log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
+        return done.changes_rows
+
+    tables = sorted(decoded.images.items())
+    threads = min(len(tables), max(2, spark.sparkContext.defaultParallelism))
+    with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="materialize") as pool:
+        futures = [(table_key, pool.submit(one, table_key, images)) for table_key, images in tables]
+        return {f"{database}.{table}": future.result() for (database, table), future in futures}
+
+
 def _checkpoint(previous: dict, source: str, decoded: DecodeResult, inputs: Sequence[Input]) -> dict:
     """The checkpoint after this run: the last input file and where the next run goes on."""
     last = inputs[-1]
@@ -245,13 +271,7 @@ def prepare(
     keys = _primary_keys(decoded)
     result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat())
     result.ends = {Path(path).name: position for path, position in decoded.resume_positions.items()}
-    for (database, table), images in sorted(decoded.images.items()):
-        done = materialize(
-            spark, images, database=database, table=table, key_columns=keys.get((database, table)),
-            current=table_folder(root, "current", database, table), target=str(out), run_name=run_id,
-        )
-        result.rows[f"{database}.{table}"] = done.changes_rows
-        log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
+    result.rows = _materialize_tables(spark, decoded, keys, root, out, run_id)
     _copy_metadata(decoded, out, run_id)
     shutil.rmtree(work / "staging", ignore_errors=True)
     result.checkpoint = _checkpoint(checkpoint, source_key, decoded, inputs)

@@ -59,6 +59,7 @@ from binlog_codec.transactions import Transaction, scan_transactions
 log = logging.getLogger(__name__)
 
 DEFAULT_TARGET_BYTES = 64 << 20
+MIN_BALANCED_BYTES = 4 << 20  # balancing never cuts splits smaller than this
 _FORMAT_EVENTS = (EventType.FORMAT_DESCRIPTION, EventType.START_V3)
 
 
@@ -272,6 +273,23 @@ def plan_splits(
         len(plans), len(plan), sum(p.transactions for p in plans), plan.bytes, target_bytes,
     )
     return plan
+
+
+def balanced_target(
+    files: Iterable[str | os.PathLike[str]],
+    target_bytes: int,
+    slots: int,
+    start_positions: Mapping[str, int] | None = None,
+) -> int:
+    """The split size to plan with when ``slots`` tasks run at once: ``target_bytes``, made smaller
+    (down to :data:`MIN_BALANCED_BYTES`) so that the input makes at least two splits per slot.
+    Splits of the target size leave slots idle at the end: 208 MB in 64 MB splits on two slots
+    is a last round of one 16 MB split beside nothing; in 26 MB splits every round is full."""
+    remaining = sum(
+        max(0, os.path.getsize(file) - (start_positions or {}).get(os.fspath(file), 0)) for file in files
+    )
+    balanced = -(-remaining // (2 * max(1, slots)))
+    return max(1, min(target_bytes, max(MIN_BALANCED_BYTES, balanced)))
 
 
 # -- reading a split ------------------------------------------------------------------

@@ -23,7 +23,7 @@ from binlog_codec.reader import BinlogReader
 from binlog_codec.rows import read_rows
 from binlog_codec.transactions import scan_transactions
 from fixture_facts import good_files, path
-from spark_jobs.splits import FilePlan, plan_splits, split_rows, split_transactions
+from spark_jobs.splits import MIN_BALANCED_BYTES, FilePlan, balanced_target, plan_splits, split_rows, split_transactions
 
 TARGETS = [1, 700, 64 << 20]
 SAKILA = "osheroff__mysql-binlog-connector-java/mysql-bin.sakila"
@@ -178,3 +178,18 @@ def test_a_start_that_is_no_transaction_boundary_is_refused():
     first = next(t for t in scan_transactions(path(SAKILA)) if t.complete)
     with pytest.raises(ValueError, match=f"position {first.start + 1} is not a transaction boundary"):
         plan_splits([path(SAKILA)], start_positions={str(path(SAKILA)): first.start + 1})
+
+
+def test_balanced_target_gives_every_slot_two_splits_within_its_bounds(tmp_path):
+    big, small = tmp_path / "log.000001", tmp_path / "log.000002"
+    with open(big, "wb") as handle:
+        handle.truncate(200 << 20)  # sparse: only the size matters
+    small.write_bytes(b"x" * 1000)
+    files = [big, small]
+    total = (200 << 20) + 1000
+    assert balanced_target(files, 64 << 20, 1) == 64 << 20  # two splits for one slot: the target wins
+    assert balanced_target(files, 64 << 20, 2) == -(-total // 4)  # four splits of equal size
+    assert balanced_target(files, 64 << 20, 64) == MIN_BALANCED_BYTES  # never below the floor
+    assert balanced_target(files, 1000, 2) == 1000  # a smaller target is kept
+    resumed = balanced_target(files, 64 << 20, 2, {str(big): 180 << 20})  # only what is left counts
+    assert resumed == MIN_BALANCED_BYTES
