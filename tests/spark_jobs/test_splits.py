@@ -192,4 +192,4 @@ def test_balanced_target_gives_every_slot_two_splits_within_its_bounds(tmp_path)
     assert balanced_target(files, 64 << 20, 64) == MIN_BALANCED_BYTES  # never below the floor
     assert balanced_target(files, 1000, 2) == 1000  # a smaller target is kept
     resumed = balanced_target(files, 64 << 20, 2, {str(big): 180 << 20})  # only what is left counts
-    assert resumed == MIN_BALANCED_BYTES
+    assert resumed == -(-((20 << 20) + 1000) // 4)
