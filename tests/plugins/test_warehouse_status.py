@@ -19,17 +19,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from plugins.object_store import open_store
 from plugins.warehouse_status import NOT_VALIDATED, SourceStatus, lag, last_runs, quality_of, status
 from spark_jobs.publish import CHECKPOINT, read_checkpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
-
-
-def open_store(uri: str):
-    from plugins.object_store import open_store as real_open_store  # written alongside, imported when used
-
-    return real_open_store(uri)
 
 
 @pytest.fixture(scope="module")
