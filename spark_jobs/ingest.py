@@ -49,6 +49,7 @@ from typing import Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from binlog_codec.arrow import TABLE_SCHEMA
 from binlog_codec.reader import MAGIC
 from spark_jobs import publish
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
@@ -170,17 +171,39 @@ def _primary_keys(decoded: DecodeResult) -> dict[tuple[str, str], list[str]]:
     return keys
 
 
-def _copy_metadata(decoded: DecodeResult, out: Path, run_id: str) -> None:
-    """The transaction index, the table versions and the charset checks, under names derived
-    from the run."""
+def _copy_metadata(decoded: DecodeResult, root: Path, out: Path, run_id: str) -> None:
+    """The transaction index and the charset checks under names derived from the run; the table
+    versions merged with the warehouse's (:func:`merge_table_schemas`), to replace them."""
     transactions = out / "metadata" / "transactions"
     transactions.mkdir(parents=True, exist_ok=True)
     for path in decoded.transaction_files:
         shutil.copyfile(path, transactions / Path(path).name)
-    for folder, path in (("table_schemas", decoded.table_schemas), ("charset_checks", decoded.charset_checks)):
-        if path is not None:
-            (out / "metadata" / folder).mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, out / "metadata" / folder / f"{run_id}.parquet")
+    if decoded.charset_checks is not None:
+        (out / "metadata" / "charset_checks").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(decoded.charset_checks, out / "metadata" / "charset_checks" / f"{run_id}.parquet")
+    if decoded.table_schemas is not None:
+        published = sorted((root / "metadata" / "table_schemas").glob("*.parquet"))
+        earlier = [row for path in published for row in pq.read_table(path).to_pylist()]
+        merged = merge_table_schemas(earlier, pq.read_table(decoded.table_schemas).to_pylist())
+        target = out / "metadata" / "table_schemas" / "table_schemas.parquet"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(merged, schema=TABLE_SCHEMA), target)
+
+
+def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
+    """One row per table version (``schema_id``) over every run: a version already known keeps
+    its first position and takes the new run's last position, its row counts added up."""
+    rows = {row["schema_id"]: dict(row) for row in earlier}
+    for row in new:
+        known = rows.get(row["schema_id"])
+        if known is None:
+            rows[row["schema_id"]] = dict(row)
+        else:
+            known.update({key: value for key, value in row.items() if key.startswith("last_")})
+            known["rows"] = (known["rows"] or 0) + (row["rows"] or 0)
+    return sorted(rows.values(), key=lambda r: (
+        r["first_seq"] or 0, r["first_file"] or "", r["first_pos"] or 0, r["first_inner_offset"] or 0,
+    ))
 
 
 def _materialize_tables(
@@ -272,7 +295,7 @@ def prepare(
     result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat())
     result.ends = {Path(path).name: position for path, position in decoded.resume_positions.items()}
     result.rows = _materialize_tables(spark, decoded, keys, root, out, run_id)
-    _copy_metadata(decoded, out, run_id)
+    _copy_metadata(decoded, root, out, run_id)
     shutil.rmtree(work / "staging", ignore_errors=True)
     result.checkpoint = _checkpoint(checkpoint, source_key, decoded, inputs)
     result.seconds = time.monotonic() - clock

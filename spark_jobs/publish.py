@@ -10,8 +10,9 @@ visible to readers. :func:`commit` then makes it visible in three steps:
 2. **Apply.** Files move into place. ``changes/`` and ``metadata/`` files are
    added under names derived from the run's input (the same input gives the
    same names, so a repeated run replaces files with identical ones instead of
-   adding duplicates); each ``current/<db>/<table>/`` folder is replaced as a
-   whole; the checkpoint file is replaced last.
+   adding duplicates); each ``current/<db>/<table>/`` folder and the
+   ``metadata/table_schemas/`` folder (its rows merged with the earlier runs'
+   by the run) are replaced as a whole; the checkpoint file is replaced last.
 3. **Done.** The journal is removed.
 
 A process that dies during step 2 leaves the journal behind; :func:`recover`
@@ -36,7 +37,9 @@ log = logging.getLogger(__name__)
 
 JOURNAL = "_journal"
 CHECKPOINT = Path("metadata") / "checkpoint.json"
-REPLACED_FOLDERS = "current"  # ``current/<db>/<table>/`` is replaced whole, everything else is added
+# Folders replaced whole at a commit (each table's current rows, the merged table versions);
+# every other file is added.
+REPLACED_FOLDERS = ("current/*/*", "metadata/table_schemas")
 
 
 @dataclass(frozen=True)
@@ -72,14 +75,15 @@ def _replace_folder(source: Path, target: Path) -> None:
 
 
 def plan_moves(run_folder: Path) -> list[Move]:
-    """The moves that publish ``run_folder``: whole ``current/<db>/<table>`` folders, every other
-    file one by one, the checkpoint last."""
+    """The moves that publish ``run_folder``: whole :data:`REPLACED_FOLDERS`, every other file one
+    by one, the checkpoint last."""
     moves, checkpoint = [], None
-    for table in sorted(run_folder.glob(f"{REPLACED_FOLDERS}/*/*")):
-        moves.append(Move(str(table), str(table.relative_to(run_folder)), replace_folder=True))
+    replaced = sorted(folder for pattern in REPLACED_FOLDERS for folder in run_folder.glob(pattern) if folder.is_dir())
+    for folder in replaced:
+        moves.append(Move(str(folder), str(folder.relative_to(run_folder)), replace_folder=True))
     for path in sorted(p for p in run_folder.rglob("*") if p.is_file()):
         relative = path.relative_to(run_folder)
-        if relative.parts[0] == REPLACED_FOLDERS:
+        if any(path.is_relative_to(folder) for folder in replaced):
             continue
         move = Move(str(path), str(relative))
         if relative == CHECKPOINT:
@@ -126,6 +130,10 @@ def _apply(warehouse: Path, journal: Path) -> None:
     for entry in json.loads(journal.read_text(encoding="utf-8")):
         Move(**entry).apply(warehouse)
     journal.unlink()
+    try:
+        journal.parent.rmdir()  # no other commit pending: no empty folder left behind
+    except OSError:
+        pass
 
 
 def read_checkpoint(warehouse: Path) -> dict:

@@ -92,3 +92,20 @@ def test_a_run_that_failed_validation_publishes_nothing(spark, source, tmp_path)
         pipeline.publish_run(str(warehouse), prepared.run_id)
     assert [name for name in files(warehouse) if not name.startswith(pipeline.RUNS_FOLDER)] == []
     assert publish.read_checkpoint(warehouse) == {}
+
+
+def test_table_versions_merge_across_runs_into_one_row_each():
+    def version(schema_id, first, last, rows):
+        return {"schema_id": schema_id, "rows": rows,
+                **{f"first_{k}": v for k, v in zip(("file", "seq", "pos", "inner_offset"), first)},
+                **{f"last_{k}": v for k, v in zip(("file", "seq", "pos", "inner_offset"), last)}}
+
+    earlier = [version("a", ("b.000001", 1, 100, None), ("b.000001", 1, 900, None), 5)]
+    new = [version("b", ("b.000002", 2, 50, None), ("b.000002", 2, 60, None), 1),
+           version("a", ("b.000002", 2, 10, None), ("b.000002", 2, 40, 7), 3)]
+    merged = pipeline.merge_table_schemas(earlier, new)
+    assert merged == [
+        version("a", ("b.000001", 1, 100, None), ("b.000002", 2, 40, 7), 8),
+        version("b", ("b.000002", 2, 50, None), ("b.000002", 2, 60, None), 1),
+    ]
+    assert pipeline.merge_table_schemas([], earlier) == earlier and earlier[0]["rows"] == 5
