@@ -65,9 +65,10 @@ the warehouse contract, in its order:
   rows event, or of the TRANSACTION_PAYLOAD that holds it),
   ``_binlog_inner_offset`` (the rows event's offset inside that payload, null
   outside one: a compressed transaction holds several rows events at one
-  ``_binlog_pos``), ``_row_index``, ``_gtid``, ``_commit_ts`` (for now the rows
-  event's header timestamp, in UTC), ``_schema_id`` (the table version, see
-  :func:`schema_id`);
+  ``_binlog_pos``), ``_row_index``, ``_gtid``, ``_server_id`` and ``_xid``
+  and ``_commit_ts`` (in UTC) of the transaction's :class:`Commit` (without
+  one: no server id or XID, and the rows event's header timestamp),
+  ``_schema_id`` (the table version, see :func:`schema_id`);
 * ``_before``: a struct of the before-image's columns, null for inserts;
   columns the before-image did not carry are null in it;
 * ``_present_columns``: the columns the after-image carried (none for a delete);
@@ -77,9 +78,8 @@ the warehouse contract, in its order:
   ``_before.<column>``.
 
 ``(_binlog_seq, _binlog_pos, _binlog_inner_offset, _row_index)`` identifies a
-row change. ``_server_id``, ``_xid`` and ``_incomplete_columns`` of the
-contract are not known from a :class:`~binlog_codec.rows.RowRecord` and are
-left to the steps that know them.
+row change. ``_incomplete_columns`` of the contract is not known from a
+:class:`~binlog_codec.rows.RowRecord`; materializing adds it.
 
 Table versions (:func:`schema_id`, :func:`table_schema_row`): the ``_schema_id``
 of a row is a hash of what its table map says about the table -- database,
@@ -99,7 +99,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone, tzinfo
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import pyarrow as pa
 
@@ -423,6 +423,8 @@ def _change_fields(before: pa.StructType) -> list[pa.Field]:
         pa.field("_binlog_inner_offset", pa.int32()),
         pa.field("_row_index", pa.int32(), nullable=False),
         pa.field("_gtid", pa.string()),
+        pa.field("_server_id", pa.int64()),
+        pa.field("_xid", UNSIGNED_BIGINT),
         pa.field("_commit_ts", pa.timestamp("us", tz="UTC"), nullable=False),
         pa.field("_schema_id", pa.string(), nullable=False),
         pa.field("_before", before),
@@ -457,6 +459,15 @@ def binlog_seq(file: str) -> int | None:
     return None if match is None else int(match.group(1))
 
 
+class Commit(NamedTuple):
+    """The event that commits a row change's transaction (the XID event, or the COMMIT query):
+    its header's timestamp (seconds) and server id, and the XID when it has one."""
+
+    timestamp: int
+    server_id: int | None = None
+    xid: int | None = None
+
+
 class ImageBatchBuilder:
     """Row changes of one table version (one :class:`TableMap`) into one Arrow record batch.
 
@@ -476,8 +487,9 @@ class ImageBatchBuilder:
     def __len__(self) -> int:
         return len(self._rows)
 
-    def append(self, record: RowRecord) -> None:
-        """Add one row change; raises ``ValueError`` for a record of another table."""
+    def append(self, record: RowRecord, commit: Commit | None = None) -> None:
+        """Add one row change, with the :class:`Commit` of its transaction when known; raises
+        ``ValueError`` for a record of another table."""
         if (record.database, record.table) != (self.table.database, self.table.table):
             raise ValueError(
                 f"row of {record.database}.{record.table} for a batch of {self.table.database}.{self.table.table}"
@@ -498,7 +510,9 @@ class ImageBatchBuilder:
             _binlog_inner_offset=record.inner_offset,
             _row_index=record.row_index,
             _gtid=record.gtid,
-            _commit_ts=datetime.fromtimestamp(record.timestamp, timezone.utc),
+            _server_id=None if commit is None else commit.server_id,
+            _xid=None if commit is None or commit.xid is None else Decimal(commit.xid),
+            _commit_ts=datetime.fromtimestamp(record.timestamp if commit is None else commit.timestamp, timezone.utc),
             _schema_id=self.schema_id,
             _before=before,
             _present_columns=list(after),

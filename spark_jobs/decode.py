@@ -69,7 +69,7 @@ import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlog_codec import errors
-from binlog_codec.arrow import TABLE_SCHEMA, UNSIGNED_BIGINT, ImageBatchBuilder, binlog_seq, table_schema_row
+from binlog_codec.arrow import TABLE_SCHEMA, Commit, UNSIGNED_BIGINT, ImageBatchBuilder, binlog_seq, table_schema_row
 from binlog_codec.event_types import EventType
 from binlog_codec.events import decode as decode_event
 from binlog_codec.reader import BinlogReader, EventHeader
@@ -201,8 +201,8 @@ class _VersionFile:
         self.last: tuple[int, int | None] | None = None
         self._writer: pq.ParquetWriter | None = None
 
-    def append(self, record: RowRecord) -> None:
-        self.builder.append(record)
+    def append(self, record: RowRecord, commit: Commit | None) -> None:
+        self.builder.append(record, commit)
         self.rows += 1
         self.last = (record.pos, record.inner_offset)
         if self.first is None:
@@ -250,11 +250,11 @@ class _ImageFiles:
         self._by_map: dict[int, tuple[TableMap, _VersionFile]] = {}  # the map is kept so its id stays its own
         self._by_schema: dict[str, _VersionFile] = {}
 
-    def append(self, record: RowRecord) -> None:
+    def append(self, record: RowRecord, commit: Commit | None) -> None:
         found = self._by_map.get(id(record.table_map))
         if found is None:
             found = self._by_map[id(record.table_map)] = (record.table_map, self._file(record.table_map))
-        found[1].append(record)
+        found[1].append(record, commit)
 
     def _file(self, table: TableMap) -> _VersionFile:
         candidate = _VersionFile(table, self.split, self.work_dir, self.batch_rows)
@@ -282,25 +282,33 @@ def _commit_events(split: Split, ends: set[int]) -> dict[int, tuple[EventHeader,
     return found
 
 
+def _commit(found: tuple[EventHeader, int | None] | None) -> Commit | None:
+    return None if found is None else Commit(found[0].timestamp, found[0].server_id, found[1])
+
+
 class _TransactionIndex:
-    """The transactions of one split and the rows of each, counted per table."""
+    """The transactions of one split, the event that commits each, and the rows of each,
+    counted per table."""
 
     def __init__(self, split: Split) -> None:
         self.split = split
         self.transactions: list[Transaction] = list(split_transactions(split))
         self.counts: list[Counter] = [Counter() for _ in self.transactions]
+        self.commits = _commit_events(split, {t.end for t in self.transactions})
+        self._commit_of = [_commit(self.commits.get(t.end)) for t in self.transactions]
         self._current = 0
 
-    def count(self, record: RowRecord) -> None:
+    def count(self, record: RowRecord) -> Commit | None:
+        """Count ``record`` in its transaction; the transaction's :class:`Commit`, when it has one."""
         while record.pos >= self.transactions[self._current].end:
             self._current += 1
         self.counts[self._current][(record.database, record.table)] += 1
+        return self._commit_of[self._current]
 
     def rows(self) -> list[dict[str, Any]]:
-        commits = _commit_events(self.split, {t.end for t in self.transactions})
         name, seq = self.split.file_name, binlog_seq(self.split.path)
         return [
-            _transaction_row(name, seq, transaction, commits.get(transaction.end), counts)
+            _transaction_row(name, seq, transaction, self.commits.get(transaction.end), counts)
             for transaction, counts in zip(self.transactions, self.counts)
         ]
 
@@ -363,8 +371,7 @@ def decode_split(split: Split, work_dir: str | os.PathLike[str], batch_rows: int
     try:
         index = _TransactionIndex(split)
         for record in split_rows(split, versions=versions):
-            images.append(record)
-            index.count(record)
+            images.append(record, index.count(record))
         summary["versions"] = images.close()
         summary["charset_checks"] = versions.round_trips.rows()
         summary["transactions_path"] = index.write(work)

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from binlog_codec import charsets, json_binary
 from binlog_codec.arrow import (
     TABLE_SCHEMA,
+    Commit,
     ImageBatchBuilder,
     UnrepresentableValue,
     arrow_type,
@@ -630,8 +631,8 @@ def test_batch_has_the_contract_columns(everything):
     assert everything.schema == image_schema(TABLE)
     assert everything.schema.names == NAMES + [
         "_op", "_binlog_file", "_binlog_seq", "_binlog_pos", "_binlog_inner_offset", "_row_index", "_gtid",
-        "_commit_ts", "_schema_id", "_before", "_present_columns", "_partial_columns", "_partial_diffs",
-        "_unrepresentable",
+        "_server_id", "_xid", "_commit_ts", "_schema_id", "_before", "_present_columns", "_partial_columns",
+        "_partial_diffs", "_unrepresentable",
     ]
     assert everything.schema.field("_before").type == pa.struct([everything.schema.field(name) for name in NAMES])
     rows = everything.to_pylist()
@@ -643,6 +644,16 @@ def test_batch_has_the_contract_columns(everything):
     assert {row["_gtid"] for row in rows} == {"3e11fa47-71ca-11e1-9e33-c80aa9429562:23"}
     assert {row["_binlog_inner_offset"] for row in rows} == {None}
     assert {row["_schema_id"] for row in rows} == {schema_id(TABLE)}
+    assert {(row["_server_id"], row["_xid"]) for row in rows} == {(None, None)}  # no commit given
+
+
+def test_the_commit_gives_server_id_xid_and_commit_time():
+    builder = ImageBatchBuilder(TABLE)
+    first = next(iter(everything_records()))
+    builder.append(first, Commit(1_700_000_123, 7, 2**64 - 1))
+    (row,) = builder.build().to_pylist()
+    assert (row["_server_id"], row["_xid"]) == (7, Decimal(2**64 - 1))
+    assert row["_commit_ts"] == datetime.fromtimestamp(1_700_000_123, timezone.utc)
 
 
 def test_full_row_values_are_exact(everything):

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from binlog_codec import errors
-from binlog_codec.arrow import ImageBatchBuilder, schema_id
+from binlog_codec.arrow import Commit, ImageBatchBuilder, schema_id
 from binlog_codec.events import FormatDescriptionEvent, XidEvent, read
 from binlog_codec.rows import read_rows
 from binlog_codec.table_map import sql_type
@@ -54,16 +54,30 @@ def complete_part(file: Path) -> int | None:
     return transactions[-1].start if transactions and not transactions[-1].complete else None
 
 
+def commits_of(file: Path) -> list[tuple[int, int, Commit]]:
+    """Each complete transaction's (start, end, commit): its last event, with its XID if it is one."""
+    events = list(read(file))
+    commits = []
+    for transaction in scan_transactions(file):
+        if transaction.complete:
+            last = [e for e in events if transaction.start <= e.pos < transaction.end][-1]
+            xid = last.xid if isinstance(last, XidEvent) else None
+            commits.append((transaction.start, transaction.end, Commit(last.header.timestamp, last.header.server_id, xid)))
+    return commits
+
+
 def expected_images(files: list[Path]) -> tuple[dict[str, pa.Table], Counter]:
-    """Per schema id, the rows ``read_rows`` gives, as ImageBatchBuilder builds them, in key order;
-    the rows per (database, table)."""
+    """Per schema id, the rows ``read_rows`` gives, as ImageBatchBuilder builds them with the commit
+    of their transaction, in key order; the rows per (database, table)."""
     builders: dict[str, ImageBatchBuilder] = {}
     counts = Counter()
     for file in files:
         flavour = flavour_of(file)
+        commits = commits_of(file)
         for record in read_rows(file, stop_position=complete_part(file)):
             key = schema_id(record.table_map, flavour)
-            builders.setdefault(key, ImageBatchBuilder(record.table_map, flavour)).append(record)
+            (commit,) = [c for start, end, c in commits if start <= record.pos < end]
+            builders.setdefault(key, ImageBatchBuilder(record.table_map, flavour)).append(record, commit)
             counts[record.database, record.table] += 1
     return {key: pa.Table.from_batches([b.build()]).sort_by(KEY) for key, b in builders.items()}, counts
 
