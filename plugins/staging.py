@@ -38,11 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugins.object_store import CHUNK_BYTES, ObjectStore, StoredObject
+from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, is_binlog_name
 from spark_jobs.publish import write_atomically
 
 log = logging.getLogger(__name__)
 
-BINLOG_NAME = re.compile(r"^(?P<base>.+)\.(?P<seq>\d+)$")
 MANIFEST = "_staged.json"
 
 
@@ -71,39 +71,23 @@ class StagedFile:
     md5: str
 
 
-def log_order(name: str) -> tuple[str, int, str]:
-    """Sort key of a binlog file name: its base, then its sequence number as a number
-    (``mariadb-bin.000009`` before ``mariadb-bin.000010``)."""
-    match = BINLOG_NAME.match(name)
-    return match["base"], int(match["seq"]), name
-
-
 def pending_objects(objects: list[StoredObject], position: dict | None) -> list[StoredObject]:
     """The binlog objects to read, in log order, after the checkpoint ``position``
-    (``{"file": name, "position": n}``; None: all of them).
-
-    The checkpoint's own file is pending again when it is larger than the position
-    (it has grown). Objects whose names are not ``<base>.<digits>`` (index files and
-    the like) are left out."""
+    (``{"file": name, "position": n}``; None: all of them), by the rule of
+    :mod:`spark_jobs.positions`: the checkpoint's own file again when it has grown, then the
+    later files. Objects whose names are not ``<base>.<digits>`` (index files and the like)
+    are left out."""
     binlogs = []
     for obj in objects:
-        if BINLOG_NAME.match(obj.name):
+        if is_binlog_name(obj.name):
             binlogs.append(obj)
         else:
             log.debug("%s: not a binlog file name, not staged", obj.name)
-    binlogs.sort(key=lambda obj: log_order(obj.name))
-    if position is None:
-        return binlogs
-    names = [obj.name for obj in binlogs]
-    if position["file"] not in names:
-        raise StagingError(
-            f"the checkpoint's file {position['file']} is not in the store any more "
-            f"(binlog files there: {', '.join(names) or 'none'})"
-        )
-    at = names.index(position["file"])
-    checkpoint_file = binlogs[at]
-    grown = [checkpoint_file] if checkpoint_file.size > position["position"] else []
-    return grown + binlogs[at + 1 :]
+    try:
+        pending = after_checkpoint(binlogs, position, name=lambda o: o.name, size=lambda o: o.size, where="the store")
+    except CheckpointFileMissing as exc:
+        raise StagingError(str(exc)) from None
+    return [obj for obj, _ in pending]
 
 
 def stage(store: ObjectStore, staging_dir: Path, position: dict | None) -> list[StagedFile]:

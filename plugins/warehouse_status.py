@@ -32,13 +32,13 @@ from typing import Callable
 
 import pyarrow.parquet as pq
 
+from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, is_binlog_name, log_order
 from spark_jobs.publish import read_checkpoint
 
 log = logging.getLogger(__name__)
 
 RUNS = Path("metadata") / "runs"
 DEFAULT_RUN_COUNT = 20
-BINLOG_NAME = re.compile(r"^(?P<base>.+)\.(?P<seq>\d+)$")  # mariadb-bin.000042; not mariadb-bin.index
 
 
 @dataclass(frozen=True)
@@ -138,9 +138,9 @@ def list_binlogs(source: str, store_for: StoreFor | None = None) -> list[tuple[s
     found = []
     for stored in store.list():
         name = stored.name.rsplit("/", 1)[-1]
-        if BINLOG_NAME.match(name):
+        if is_binlog_name(name):
             found.append((name, int(stored.size)))
-    return sorted(found, key=lambda item: _log_order(item[0]))
+    return sorted(found, key=lambda item: log_order(item[0]))
 
 
 def lag(committed: SourceStatus, objects: list[tuple[str, int]]) -> SourceStatus:
@@ -148,29 +148,22 @@ def lag(committed: SourceStatus, objects: list[tuple[str, int]]) -> SourceStatus
     says what the lag counts)."""
     if not objects:
         return _unknown(committed, "the source holds no binlog files")
-    names = [name for name, _ in objects]
     newest, newest_size = objects[-1]
-    if committed.checkpoint_file not in names:
+    position = {"file": committed.checkpoint_file, "position": committed.checkpoint_position}
+    try:
+        pending = after_checkpoint(objects, position, name=lambda o: o[0], size=lambda o: o[1])
+    except CheckpointFileMissing:
         return _unknown(committed, f"the checkpoint's file {committed.checkpoint_file} is no longer in the source",
                         newest=(newest, newest_size))
-    at = names.index(committed.checkpoint_file)
-    unread_here = max(objects[at][1] - committed.checkpoint_position, 0)
-    later = objects[at + 1:]
     return replace(
         committed, newest_object=newest, newest_size=newest_size,
-        lag_files=len(later) + (1 if unread_here else 0),
-        lag_bytes=unread_here + sum(size for _, size in later),
+        lag_files=len(pending), lag_bytes=sum(size - start for (_, size), start in pending),
     )
 
 
 def _unknown(committed: SourceStatus, reason: str, newest: tuple[str, int] | None = None) -> SourceStatus:
     name, size = newest or (None, None)
     return replace(committed, newest_object=name, newest_size=size, unknown_reason=reason)
-
-
-def _log_order(name: str) -> tuple[str, int]:
-    match = BINLOG_NAME.match(name)
-    return match["base"], int(match["seq"])
 
 
 def _as_uri(source: str) -> str:

@@ -55,11 +55,11 @@ from spark_jobs import publish
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.layout import table_folder
 from spark_jobs.materialize import materialize
+from spark_jobs.positions import after_checkpoint, is_binlog_name
 from spark_jobs.session import build_session
 
 log = logging.getLogger("spark_jobs.ingest")
 
-BINLOG_NAME = re.compile(r"^(?P<base>.+)\.(?P<seq>\d+)$")
 RUNS_FOLDER = "_runs"
 RUN_FILE = "run.json"
 RUNS_SCHEMA = pa.schema([
@@ -130,7 +130,7 @@ class QualityFailed(RuntimeError):
 
 def is_binlog(path: Path) -> bool:
     """A file named ``<base>.<digits>`` that starts with the binlog magic."""
-    if not path.is_file() or not BINLOG_NAME.match(path.name):
+    if not path.is_file() or not is_binlog_name(path.name):
         return False
     with open(path, "rb") as handle:
         return handle.read(len(MAGIC)) == MAGIC
@@ -138,20 +138,12 @@ def is_binlog(path: Path) -> bool:
 
 def discover(source: str | os.PathLike[str], position: dict | None) -> list[Input]:
     """The source's binlog files to read, in log order, after the committed ``position``
-    (``{"file": name, "position": n}``; None: from the start)."""
-    files = sorted(
-        (p for p in Path(source).iterdir() if is_binlog(p)),
-        key=lambda p: (BINLOG_NAME.match(p.name)["base"], int(BINLOG_NAME.match(p.name)["seq"])),
+    (``{"file": name, "position": n}``; None: from the start); see :mod:`spark_jobs.positions`."""
+    files = [p for p in Path(source).iterdir() if is_binlog(p)]
+    pending = after_checkpoint(
+        files, position, name=lambda p: p.name, size=lambda p: p.stat().st_size, where=str(source)
     )
-    if position is None:
-        return [Input(str(p), 0) for p in files]
-    names = [p.name for p in files]
-    if position["file"] not in names:
-        raise ValueError(f"the checkpoint's file {position['file']} is not in {source} any more")
-    at = names.index(position["file"])
-    current = files[at]
-    pending = [Input(str(current), position["position"])] if current.stat().st_size > position["position"] else []
-    return pending + [Input(str(p), 0) for p in files[at + 1 :]]
+    return [Input(str(path), start) for path, start in pending]
 
 
 def run_id_of(inputs: Sequence[Input]) -> str:
