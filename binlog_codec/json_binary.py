@@ -40,7 +40,7 @@ import math
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import NamedTuple, NoReturn, Union
+from typing import NoReturn, Union
 
 # WL#8132 ``type``.
 SMALL_OBJECT = 0x00
@@ -163,19 +163,36 @@ JsonValue = Union[None, bool, int, float, str, Opaque, "list[JsonValue]", "dict[
 
 
 # ---------------------------------------------------------------------------
-# Decoding
+# Lazy reading (json_binary.cc ``Value``)
+
+# The document MySQL's parse_binary reads an empty document as: the null literal.
+_NULL_DOCUMENT = bytes([LITERAL, NULL_LITERAL])
+# Bytes of the scalars with a fixed width, and how they are read.
+_SCALAR_LAYOUTS = {LITERAL: _U8, **_FIXED}
 
 
-def parse(data: bytes) -> JsonValue:
-    """Decode one binary JSON document (WL#8132 ``doc ::= type value``).
+def parse_binary(document: bytes | bytearray | memoryview) -> JsonView:
+    """A lazy view of one binary JSON document (WL#8132 ``parse_binary``).
 
-    An empty document is the JSON null, as MySQL's ``parse_binary`` reads it.
+    Only the type byte, and for an object or array its element count and size,
+    are read now; nested values are read when asked for. ``document`` is not
+    copied: a memoryview over a row image works, and error offsets count from
+    its first byte. An empty document is the JSON null, as in MySQL.
     """
-    data = bytes(data)
-    if not data:
-        return None
-    _check_type(data[0], 0)
-    return _Decoder(data).value(data[0], 1, len(data), 0)
+    if not isinstance(document, bytes):
+        document = memoryview(document).cast("B")
+    if not len(document):
+        document = _NULL_DOCUMENT
+    _check_type(document[0], 0)
+    return JsonView(document, document[0], 1, len(document), 1)
+
+
+def parse(data: bytes | bytearray | memoryview) -> JsonValue:
+    """Decode one binary JSON document (WL#8132 ``doc ::= type value``) into Python values.
+
+    The eager form of :func:`parse_binary`: ``parse_binary(data).to_python()``.
+    """
+    return parse_binary(data).to_python()
 
 
 def _check_type(type_: int, at: int) -> None:
@@ -188,157 +205,282 @@ def _inlined(type_: int, large: bool) -> bool:
     return type_ in (LITERAL, INT16, UINT16) or (large and type_ in (INT32, UINT32))
 
 
-class _Span(NamedTuple):
-    """An object or array being decoded: its bytes [start, stop), header size, format, nesting."""
+def _read(data: bytes, layout: struct.Struct, at: int, end: int, what: str) -> int:
+    """The number ``layout`` reads at ``at``, which must fit before ``end``."""
+    if at + layout.size > end:
+        _fail(at, f"{what} ({layout.size} bytes), {max(end - at, 0)} bytes left")
+    return layout.unpack_from(data, at)[0]
 
-    start: int
-    stop: int
-    header: int
-    large: bool
-    depth: int
+
+class JsonView:
+    """One value inside a binary JSON document, read on demand (WL#8132 ``json_binary::Value``).
+
+    Get one from :func:`parse_binary`. ``type`` is the WL#8132 type byte
+    (:data:`SMALL_OBJECT` ... :data:`OPAQUE`). Objects and arrays offer
+    ``len()``, :meth:`element`, and for objects :meth:`key` and :meth:`lookup`;
+    every value offers :meth:`raw` and :meth:`to_python`.
+
+    A view is checked when it is made: its bytes lie inside its container
+    (objects and arrays: their counts, size and header; scalars: their width
+    or data-length), and objects and arrays nest at most :data:`MAX_DEPTH`
+    deep. Element and key entries are checked when read. What fails raises
+    :class:`JsonBinaryError`.
+    """
+
+    __slots__ = ("_data", "type", "_start", "_stop", "_depth", "_count", "_large", "_offset", "_header", "_payload")
+
+    def __init__(self, data: bytes | memoryview, type_: int, start: int, end: int, depth: int) -> None:
+        """The value of ``type_`` whose bytes start at ``start`` and lie before ``end``.
+
+        ``depth`` is the nesting level an object or array here would have (1 at the top).
+        """
+        self._data = data
+        self.type = type_
+        self._start = start
+        self._depth = depth
+        if type_ in _CONTAINERS:
+            self._read_header(end)
+        else:
+            self._stop, self._payload = self._scalar_extent(end)
+
+    def _read_header(self, end: int) -> None:
+        """WL#8132 ``element-count size``, checked: the size fits ``end``, the entries fit the size."""
+        start, data = self._start, self._data
+        if self._depth > MAX_DEPTH:
+            _fail(start, f"objects and arrays nested at most {MAX_DEPTH} deep")
+        self._large = large = self.type in (LARGE_OBJECT, LARGE_ARRAY)
+        self._offset = layout = _U32 if large else _U16
+        self._count = count = _read(data, layout, start, end, "element-count")
+        size = _read(data, layout, start + layout.size, end, "size")
+        if size > end - start:
+            _fail(start + layout.size, f"a size within the {end - start} bytes left, got {size}")
+        key_entries = count * (layout.size + 2) if self.is_object else 0
+        self._header = 2 * layout.size + key_entries + count * (1 + layout.size)
+        if self._header > size:
+            _fail(start, f"an element-count whose entries fit in size {size}, got {count}")
+        self._stop = start + size
+        self._payload = start
+
+    def _scalar_extent(self, end: int) -> tuple[int, int]:
+        """Where the scalar's bytes stop, and where its string or custom data starts."""
+        data, start = self._data, self._start
+        if self.type == STRING:
+            length, at = _counted(data, start, end)
+            return at + length, at
+        if self.type == OPAQUE:
+            _read(data, _U8, start, end, "custom-type")
+            length, at = _counted(data, start + 1, end)
+            return at + length, at
+        layout = _SCALAR_LAYOUTS[self.type]
+        _read(data, layout, start, end, "literal" if self.type == LITERAL else "number")
+        return start + layout.size, start
+
+    # -- objects and arrays --------------------------------------------------
+
+    @property
+    def is_object(self) -> bool:
+        return self.type in (SMALL_OBJECT, LARGE_OBJECT)
+
+    @property
+    def is_array(self) -> bool:
+        return self.type in (SMALL_ARRAY, LARGE_ARRAY)
+
+    @property
+    def element_count(self) -> int:
+        """WL#8132 ``element-count``: members of an object, elements of an array."""
+        if self.type not in _CONTAINERS:
+            raise TypeError(f"a JSON scalar (type 0x{self.type:02x}) has no elements")
+        return self._count
+
+    def __len__(self) -> int:
+        return self.element_count
+
+    def element(self, index: int) -> JsonView:
+        """The ``index``-th element of an array, or value of an object (in key order)."""
+        if not 0 <= index < self.element_count:
+            raise IndexError(f"element {index} of a JSON {'object' if self.is_object else 'array'} of {self._count}")
+        return self._element(index)
+
+    def key(self, index: int) -> str:
+        """The ``index``-th key of an object (keys are stored by length, then bytewise)."""
+        if not 0 <= index < self._object_count():
+            raise IndexError(f"key {index} of a JSON object of {self._count}")
+        at, length = self._key_entry(index)
+        return _utf8(self._data, at, length, "key")
+
+    def lookup(self, key: str) -> JsonView | None:
+        """The value of ``key`` in an object, or None: a binary search on the key entries.
+
+        Keys are ordered by length first, so most probes compare only the
+        key-length of an entry (json_binary.cc ``Value::lookup_index``).
+        """
+        wanted = key.encode("utf-8")
+        low, high = 0, self._object_count()
+        while low < high:
+            middle = (low + high) // 2
+            at, length = self._key_entry(middle)
+            if length == len(wanted):
+                stored = bytes(self._data[at : at + length])
+                if stored == wanted:
+                    return self._element(middle)
+                before = stored < wanted
+            else:
+                before = length < len(wanted)
+            if before:
+                low = middle + 1
+            else:
+                high = middle
+        return None
+
+    def _object_count(self) -> int:
+        if not self.is_object:
+            raise TypeError(f"keys belong to JSON objects, not type 0x{self.type:02x}")
+        return self._count
+
+    def _element(self, index: int) -> JsonView:
+        """WL#8132 ``value-entry ::= type offset-or-inlined-value`` of an element that exists.
+
+        An inlined value lies in the entry; any other at an offset past the
+        header and inside this object or array.
+        """
+        data, start, offset_layout = self._data, self._start, self._offset
+        entry = start + self._header - (self._count - index) * (1 + offset_layout.size)
+        type_ = data[entry]
+        _check_type(type_, entry)
+        if _inlined(type_, self._large):
+            return JsonView(data, type_, entry + 1, entry + 1 + offset_layout.size, self._depth + 1)
+        offset = offset_layout.unpack_from(data, entry + 1)[0]
+        if not self._header <= offset < self._stop - start:
+            _fail(entry + 1, f"a value offset in [{self._header}, {self._stop - start}), got {offset}")
+        return JsonView(data, type_, start + offset, self._stop, self._depth + 1)
+
+    def _key_entry(self, index: int) -> tuple[int, int]:
+        """WL#8132 ``key-entry ::= key-offset key-length`` of a member that exists: the key's start and length.
+
+        The key lies past the header and inside the object.
+        """
+        entry = self._key_entry_position(index)
+        offset = self._offset.unpack_from(self._data, entry)[0]
+        length = _U16.unpack_from(self._data, entry + self._offset.size)[0]
+        if offset < self._header or offset + length > self._stop - self._start:
+            _fail(entry, f"a key within [{self._header}, {self._stop - self._start}), got {length} bytes at {offset}")
+        return self._start + offset, length
+
+    def _key_entry_position(self, index: int) -> int:
+        return self._start + 2 * self._offset.size + index * (self._offset.size + 2)
+
+    # -- any value -----------------------------------------------------------
+
+    def raw(self) -> bytes:
+        """This value as a standalone binary document: its type byte, then its bytes.
+
+        Offsets inside a document are relative to their object or array, so
+        the bytes of a nested value parse on their own (WL#8132).
+        """
+        return bytes([self.type]) + bytes(self._data[self._start : self._stop])
+
+    def to_python(self) -> JsonValue:
+        """The value as dict (keys in stored order), list, None, bool, int, float, str or :class:`Opaque`.
+
+        Raises :class:`JsonBinaryError` for anything malformed below this value.
+        """
+        return _Decoder(self._stop - self._start + 1).value(self)
+
+    def _scalar(self) -> JsonValue:
+        """WL#8132 ``literal``, ``number``, ``string`` or ``custom-data``, from the checked extent."""
+        data, type_ = self._data, self.type
+        if type_ == STRING:
+            return _utf8(data, self._payload, self._stop - self._payload, "string")
+        if type_ == OPAQUE:
+            opaque = Opaque(data[self._start], bytes(data[self._payload : self._stop]))
+            _opaque_value(opaque.field_type, opaque.data, self._payload)
+            return opaque
+        number = _SCALAR_LAYOUTS[type_].unpack_from(data, self._start)[0]
+        if type_ == LITERAL:
+            if number not in _LITERALS:
+                _fail(self._start, f"literal 0x00 (null), 0x01 (true) or 0x02 (false), got 0x{number:02x}")
+            return _LITERALS[number]
+        if type_ == DOUBLE and not math.isfinite(number):
+            _fail(self._start, f"a finite double, got {number}")
+        return number
+
+    def __repr__(self) -> str:
+        return f"JsonView(type=0x{self.type:02x}, bytes {self._start - 1}..{self._stop})"
 
 
 class _Decoder:
-    """One pass over a document; ``budget`` keeps the decoded output within the input's size."""
+    """Turns a view into Python values, within a budget of the view's size.
 
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.budget = len(data)
+    Each element spends 1 plus its key and string or custom data bytes. A
+    document whose values own their bytes (as every serialized one does) never
+    spends more than its size; one whose offsets share bytes would, and is refused.
+    """
+
+    def __init__(self, budget: int) -> None:
+        self.size = self.budget = budget
 
     def charge(self, at: int, amount: int) -> None:
-        """Spend ``amount`` of the budget: an element costs 1 plus its key and string bytes.
-
-        A document whose values own their bytes (as every serialized one does)
-        never spends more than its size; values that share bytes would.
-        """
         self.budget -= amount
         if self.budget < 0:
-            _fail(at, f"values that do not share bytes: decoding exceeds the document's {len(self.data)} bytes")
+            _fail(at, f"values that do not share bytes: decoding exceeds the document's {self.size} bytes")
 
-    def read(self, layout: struct.Struct, at: int, end: int, what: str) -> int:
-        if at + layout.size > end:
-            _fail(at, f"{what} ({layout.size} bytes), {max(end - at, 0)} bytes left")
-        return layout.unpack_from(self.data, at)[0]
+    def value(self, view: JsonView) -> JsonValue:
+        if view.type not in _CONTAINERS:
+            return view._scalar()
+        if view.is_array:
+            return [self.element(view, index) for index in range(view._count)]
+        return self.members(view)
 
-    def value(self, type_: int, start: int, end: int, depth: int) -> JsonValue:
-        """WL#8132 ``value`` of ``type_`` at ``start``, within the bytes before ``end``."""
-        if type_ in _CONTAINERS:
-            return self.container(type_, start, end, depth + 1)
-        return self.scalar(type_, start, end)
+    def element(self, view: JsonView, index: int) -> JsonValue:
+        child = view._element(index)
+        self.charge(child._start, 1 + (child._stop - child._payload if child.type in (STRING, OPAQUE) else 0))
+        return self.value(child)
 
-    def container(self, type_: int, start: int, end: int, depth: int) -> list | dict:
-        """WL#8132 ``object`` or ``array``: the counts, then every element through its entries."""
-        if depth > MAX_DEPTH:
-            _fail(start, f"objects and arrays nested at most {MAX_DEPTH} deep")
-        large = type_ in (LARGE_OBJECT, LARGE_ARRAY)
-        is_object = type_ in (SMALL_OBJECT, LARGE_OBJECT)
-        layout = _U32 if large else _U16
-        count = self.read(layout, start, end, "element-count")
-        size = self.read(layout, start + layout.size, end, "size")
-        if size > end - start:
-            _fail(start + layout.size, f"a size within the {end - start} bytes left, got {size}")
-        key_entries = start + 2 * layout.size
-        value_entries = key_entries + (count * (layout.size + 2) if is_object else 0)
-        entry_size = 1 + layout.size
-        header = value_entries + count * entry_size - start
-        if header > size:
-            _fail(start, f"an element-count whose entries fit in size {size}, got {count}")
-        span = _Span(start, start + size, header, large, depth)
-        values = [self.element(span, value_entries + i * entry_size) for i in range(count)]
-        if not is_object:
-            return values
-        keys = [self.key(span, key_entries + i * (layout.size + 2)) for i in range(count)]
-        return self.members(keys, values, key_entries, layout.size + 2)
-
-    def element(self, span: _Span, entry: int) -> JsonValue:
-        """WL#8132 ``value-entry ::= type offset-or-inlined-value`` and the value it gives."""
-        start, stop, header, large, depth = span
-        type_ = self.data[entry]
-        _check_type(type_, entry)
-        self.charge(entry, 1)
-        width = 4 if large else 2
-        if _inlined(type_, large):
-            return self.scalar(type_, entry + 1, entry + 1 + width)
-        offset = self.read(_U32 if large else _U16, entry + 1, stop, "value offset")
-        if not header <= offset < stop - start:
-            _fail(entry + 1, f"a value offset in [{header}, {stop - start}), got {offset}")
-        return self.value(type_, start + offset, stop, depth)
-
-    def key(self, span: _Span, entry: int) -> str:
-        """WL#8132 ``key-entry ::= key-offset key-length`` and the utf8mb4 key it points to."""
-        start, stop, header, large, _ = span
-        offset = self.read(_U32 if large else _U16, entry, stop, "key-offset")
-        length = self.read(_U16, entry + (4 if large else 2), stop, "key-length")
-        if offset < header or start + offset + length > stop:
-            _fail(entry, f"a key within [{header}, {stop - start}), got {length} bytes at {offset}")
-        self.charge(entry, length)
-        return self.text(start + offset, length, "key")
-
-    def members(self, keys: list[str], values: list, key_entries: int, entry_size: int) -> dict:
+    def members(self, view: JsonView) -> dict:
         """The object's members in stored order; a key stored twice is malformed."""
         members: dict[str, JsonValue] = {}
-        for index, (key, value) in enumerate(zip(keys, values)):
+        for index in range(view._count):
+            at, length = view._key_entry(index)
+            self.charge(at, length)
+            key = _utf8(view._data, at, length, "key")
             if key in members:
-                _fail(key_entries + index * entry_size, f"distinct keys, got {key!r} twice")
-            members[key] = value
+                _fail(view._key_entry_position(index), f"distinct keys, got {key!r} twice")
+            members[key] = self.element(view, index)
         return members
 
-    def text(self, at: int, length: int, what: str) -> str:
-        try:
-            return self.data[at : at + length].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            _fail(at + exc.start, f"utf8mb4 {what} data")
 
-    def scalar(self, type_: int, start: int, end: int) -> JsonValue:
-        """WL#8132 ``literal``, ``number``, ``string`` or ``custom-data`` at ``start``."""
-        if type_ == LITERAL:
-            literal = self.read(_U8, start, end, "literal")
-            if literal not in _LITERALS:
-                _fail(start, f"literal 0x00 (null), 0x01 (true) or 0x02 (false), got 0x{literal:02x}")
-            return _LITERALS[literal]
-        if type_ == STRING:
-            length, at = self.counted(start, end)
-            return self.text(at, length, "string")
-        if type_ == OPAQUE:
-            return self.opaque(start, end)
-        number = self.read(_FIXED[type_], start, end, "number")
-        if type_ == DOUBLE and not math.isfinite(number):
-            _fail(start, f"a finite double, got {number}")
-        return number
+def _utf8(data: bytes | memoryview, at: int, length: int, what: str) -> str:
+    try:
+        return str(data[at : at + length], "utf-8")
+    except UnicodeDecodeError as exc:
+        _fail(at + exc.start, f"utf8mb4 {what} data")
 
-    def opaque(self, start: int, end: int) -> Opaque:
-        """WL#8132 ``custom-data ::= custom-type data-length binary-data``."""
-        field_type = self.read(_U8, start, end, "custom-type")
-        length, at = self.counted(start + 1, end)
-        data = self.data[at : at + length]
-        _opaque_value(field_type, data, at)
-        return Opaque(field_type, data)
 
-    def counted(self, start: int, end: int) -> tuple[int, int]:
-        """A ``data-length`` and the bytes it counts: returns the length and where they start."""
-        length, width = self.data_length(start, end)
-        at = start + width
-        if length > end - at:
-            _fail(start, f"a data-length within the {end - at} bytes left, got {length}")
-        self.charge(start, length)
-        return length, at
+def _counted(data: bytes | memoryview, start: int, end: int) -> tuple[int, int]:
+    """A ``data-length`` and the bytes it counts, before ``end``: returns the length and where they start."""
+    length, width = _data_length_at(data, start, end)
+    at = start + width
+    if length > end - at:
+        _fail(start, f"a data-length within the {end - at} bytes left, got {length}")
+    return length, at
 
-    def data_length(self, start: int, end: int) -> tuple[int, int]:
-        """WL#8132 ``data-length ::= uint8*``: 7 bits a byte, low bits first, high bit set = continued.
 
-        At most 5 bytes and below 4 GB (json_binary.cc ``read_variable_length``).
-        """
-        length = 0
-        for index in range(5):
-            at = start + index
-            if at >= end:
-                _fail(at, "another data-length byte, the document ends")
-            length |= (self.data[at] & 0x7F) << (7 * index)
-            if not self.data[at] & 0x80:
-                if length > 0xFFFFFFFF:
-                    _fail(start, f"a data-length below 4 GB, got {length}")
-                return length, index + 1
-        _fail(start, "a data-length of at most 5 bytes")
+def _data_length_at(data: bytes | memoryview, start: int, end: int) -> tuple[int, int]:
+    """WL#8132 ``data-length ::= uint8*``: 7 bits a byte, low bits first, high bit set = continued.
+
+    At most 5 bytes and below 4 GB (json_binary.cc ``read_variable_length``).
+    """
+    length = 0
+    for index in range(5):
+        at = start + index
+        if at >= end:
+            _fail(at, "another data-length byte, the document ends")
+        length |= (data[at] & 0x7F) << (7 * index)
+        if not data[at] & 0x80:
+            if length > 0xFFFFFFFF:
+                _fail(start, f"a data-length below 4 GB, got {length}")
+            return length, index + 1
+    _fail(start, "a data-length of at most 5 bytes")
 
 
 def _opaque_value(field_type: int, data: bytes, offset: int) -> MysqlTime | Decimal | bytes:
