@@ -344,7 +344,7 @@ def _decode_diff(cursor: Cursor, column: str | None, index: int) -> JsonDiff:
         code = cursor.u8("operation")
         if code >= len(OPERATIONS):
             raise CorruptJsonDiffError(
-                f"unknown operation {code} at byte {start} (REPLACE=0, INSERT=1, REMOVE=2)",
+                f"diff at byte {start}: unknown operation {code} (REPLACE=0, INSERT=1, REMOVE=2)",
                 column=column, diff_index=index,
             )
         operation = OPERATIONS[code]
