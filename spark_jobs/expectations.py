@@ -34,17 +34,20 @@ What is checked, per table:
 * **row count**: the table has as many change rows as the transaction index
   gave it (``rows_per_table`` of ``metadata/transactions``).
 
-Range, text, operation and key checks are ``UnexpectedRowsExpectation`` with a
-Spark SQL query over ``{batch}``: the query selects the offending rows, so the
-comparison is Spark's own (decimal(20,0) against the literal
-18446744073709551615 is exact; ``expect_column_values_to_be_between`` would
-compare floats) and a failure comes with example rows. Row-level checks need
-to know where a row sits: the validated DataFrame carries each row's Parquet
-file and row number in it (:data:`FILE`, :data:`ROW_IN_FILE`), which the
-columns check expects too.
+There is one expectation per kind of check and table, covering every column
+it applies to: each expectation costs Spark jobs, and a table has many columns.
+Type, range, text, operation and key checks are ``UnexpectedRowsExpectation``
+with a Spark SQL query over ``{batch}`` that selects the offending rows (per
+column, with the column's name), so the comparison is Spark's own --
+decimal(20,0) against the literal 18446744073709551615 is exact, where
+``expect_column_values_to_be_between`` compares floats and misses 2^64 -- and a
+failure comes with example rows. Row-level checks need to know where a row
+sits: the validated DataFrame carries each row's Parquet file and row number in
+it (:data:`FILE`, :data:`ROW_IN_FILE`), which the columns check expects too.
 
-Every expectation carries ``meta`` with its ``check`` (one of the names above)
-and, where it has one, its ``column``.
+Every expectation carries ``meta``: its ``check`` (``columns``, ``type``,
+``range``, ``text``, ``charset``, ``operation``, ``unique_key``, ``log_order``,
+``row_count``) and what it checks per column (``columns``).
 """
 
 from __future__ import annotations
@@ -53,14 +56,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from binlog_codec.table_map import ColumnType
+import pyarrow as pa
 
-# The change columns the materialize step writes after the source columns.
-CHANGE_COLUMNS = (
-    "_op", "_binlog_file", "_binlog_seq", "_binlog_pos", "_binlog_inner_offset", "_row_index", "_gtid",
-    "_commit_ts", "_schema_id", "_before", "_present_columns", "_partial_columns", "_partial_diffs",
-    "_incomplete_columns", "_unrepresentable",
-)
+from binlog_codec.arrow import _change_fields
+from binlog_codec.table_map import ColumnType
+from spark_jobs.materialize import INCOMPLETE
+
+# The change columns the materialize step writes after the source columns: those of the row
+# images (binlog_codec.arrow, which has no public name for them) and _incomplete_columns.
+CHANGE_COLUMNS = (*(each.name for each in _change_fields(pa.struct([]))), INCOMPLETE)
 # Where a row sits: its Parquet file and its row number there (from Spark's _metadata).
 FILE, ROW_IN_FILE = "__file", "__row_in_file"
 OPERATIONS = ("c", "u", "d", "r")

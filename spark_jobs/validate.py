@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -93,7 +94,7 @@ class QualityOutcome:
 
 def validate(spark, run_folder: Path, warehouse: Path, run_id: str) -> QualityOutcome:
     """Validate the run folder ``run_folder`` of run ``run_id`` (see the module docstring)."""
-    run_folder, warehouse = Path(run_folder), Path(warehouse)
+    run_folder, warehouse, clock = Path(run_folder), Path(warehouse), time.monotonic()
     tables = table_facts(_rows(run_folder / "metadata" / "table_schemas"), _logged_rows(run_folder))
     log.info("run %s: validating %d tables of %s", run_id, len(tables), run_folder)
     context = _context(warehouse / QUALITY)
@@ -107,9 +108,9 @@ def validate(spark, run_folder: Path, warehouse: Path, run_id: str) -> QualityOu
     for table in outcomes:
         for line in table.failures:
             log.warning("run %s: %s.%s: %s", run_id, table.database, table.table, line)
-    log.info("run %s: quality %s, %d expectations over %d tables; Data Docs: %s", run_id,
+    log.info("run %s: quality %s, %d expectations over %d tables in %.1f s; Data Docs: %s", run_id,
              "passed" if outcome.success else "FAILED", sum(t.expectations for t in outcomes), len(outcomes),
-             data_docs)
+             time.monotonic() - clock, data_docs)
     return outcome
 
 
@@ -201,7 +202,11 @@ def _suite_name(table: TableFacts) -> str:
 
 def _validate_table(context, spark, run_folder: Path, table: TableFacts, run) -> TableOutcome:
     """Evaluate the table's expectations on its changes."""
-    frame = _changes(spark, run_folder, table)
+    try:
+        frame = _changes(spark, run_folder, table)
+    except Exception as exc:  # noqa: BLE001 -- files Spark cannot read (or merge) fail the table, not the step
+        log.warning("%s: the changes cannot be read: %s", table.name, exc)
+        return TableOutcome(table.database, table.table, 0, False, 0, [f"changes cannot be read: {_first_line(exc)}"])
     if frame is None:
         failures = [] if table.logged_rows == 0 else [
             f"no changes files, but the transaction index logged {table.logged_rows} rows"
@@ -261,3 +266,8 @@ def _build_data_docs(context, warehouse: Path, run) -> str | None:
         context.variables.data_docs_sites = {}
     index = warehouse / QUALITY / folder / "index.html"
     return str(index.relative_to(warehouse)) if index.exists() else None
+
+
+def _first_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
