@@ -13,9 +13,13 @@ A JSON column holds one binary document (WL#8132, ``doc ::= type value``)::
 2 bytes in the small formats (types 0x00, 0x02) and 4 bytes in the large ones
 (0x01, 0x03); offsets are relative to the start of their object or array.
 
-* :func:`parse` turns a document (the bytes after the column's length prefix in
-  a row image) into Python values: dict (keys in stored order), list, True,
-  False, None, int, float, str, and :class:`Opaque` for custom data.
+* :func:`parse_binary` gives a lazy :class:`JsonView` of a document (the bytes
+  after the column's length prefix in a row image): its type, element count,
+  elements, keys, a binary-search lookup by key and the raw bytes of any
+  sub-document, each read only when asked for (WL#8132 ``json_binary::Value``).
+* :func:`parse` turns a whole document into Python values: dict (keys in stored
+  order), list, True, False, None, int, float, str, and :class:`Opaque` for
+  custom data. It walks the same views, so both share every bounds check.
 * :func:`to_text` prints a value as MySQL prints JSON (``SELECT json_col``).
 * :func:`serialize` is the inverse of :func:`parse`, byte for byte what MySQL
   stores for the same document.
@@ -73,6 +77,9 @@ MYSQL_TYPE_VAR_STRING = 253
 
 # JSON_DOCUMENT_MAX_DEPTH: objects and arrays nest at most this deep.
 MAX_DEPTH = 100
+# WL#8132 LIMITATIONS: a document is smaller than 4 GB, a key smaller than 64 KB.
+MAX_DOCUMENT_SIZE = 0xFFFFFFFF
+MAX_KEY_LENGTH = 0xFFFF
 
 _CONTAINERS = {SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY}
 _TYPES = _CONTAINERS | {LITERAL, INT16, UINT16, INT32, UINT32, INT64, UINT64, DOUBLE, STRING, OPAQUE}
@@ -89,7 +96,6 @@ _LITERALS = {NULL_LITERAL: None, TRUE_LITERAL: True, FALSE_LITERAL: False}
 _U8 = struct.Struct("B")
 _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
-_KEY_LENGTH_MAX = 0xFFFF
 _TEMPORAL = {
     MYSQL_TYPE_DATE: "DATE",
     MYSQL_TYPE_TIME: "TIME",
@@ -669,7 +675,18 @@ def serialize(value: JsonValue) -> bytes:
         type_, body = _encode(value, 0, small_parent=False)
     except _ValueTooBig:
         raise ValueError("JSON document of 4 GB or more (WL#8132 LIMITATIONS)") from None
+    check_document_size(1 + len(body))
     return bytes([type_]) + body
+
+
+def check_document_size(size: int) -> None:
+    """Raise ValueError for a document of ``size`` bytes: 4 GB or more (WL#8132 LIMITATIONS).
+
+    Offsets and sizes inside a large object or array take 4 bytes; a document
+    that big could not be stored in a LONGBLOB either.
+    """
+    if size > MAX_DOCUMENT_SIZE:
+        raise ValueError(f"JSON document of {size} bytes: 4 GB or more (WL#8132 LIMITATIONS)")
 
 
 def _encode(value: JsonValue, depth: int, small_parent: bool) -> tuple[int, bytes]:
@@ -701,7 +718,8 @@ def _key_order(key: bytes) -> tuple[int, bytes]:
 
 
 def _fits(offset_or_size: int, large: bool) -> int:
-    if offset_or_size > (0xFFFFFFFF if large else 0xFFFF):
+    """``offset_or_size`` if it fits 2 bytes (small format) or 4 (large), else :class:`_ValueTooBig`."""
+    if offset_or_size > (MAX_DOCUMENT_SIZE if large else 0xFFFF):
         raise _ValueTooBig
     return offset_or_size
 
@@ -729,7 +747,7 @@ def _key_bytes(key: str) -> bytes:
     if not isinstance(key, str):
         raise TypeError(f"JSON object keys are str, got {type(key).__name__}")
     encoded = key.encode("utf-8")
-    if len(encoded) > _KEY_LENGTH_MAX:
+    if len(encoded) > MAX_KEY_LENGTH:
         raise ValueError(f"JSON object key of {len(encoded)} bytes: key-length is 2 bytes (WL#8132 LIMITATIONS)")
     return encoded
 

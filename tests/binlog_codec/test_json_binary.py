@@ -1,11 +1,14 @@
-"""Binary JSON (WL#8132): real server documents, hand-made layouts, round trips, text form, bad input."""
+"""Binary JSON (WL#8132): real server documents, hand-made layouts, the lazy view, round trips, text form,
+bad input, and a parse throughput measurement (printed with ``pytest -s``)."""
 
 from __future__ import annotations
 
 import base64
 import json
 import math
+import random
 import struct
+import time
 from decimal import Decimal
 
 import pytest
@@ -15,16 +18,25 @@ from hypothesis import strategies as st
 from binlog_codec.event_types import EventType
 from binlog_codec.events import RowsEvent, read
 from binlog_codec.json_binary import (
+    LARGE_ARRAY,
+    LARGE_OBJECT,
+    LITERAL,
+    MAX_DOCUMENT_SIZE,
     MYSQL_TYPE_DATE,
     MYSQL_TYPE_DATETIME,
     MYSQL_TYPE_NEWDECIMAL,
     MYSQL_TYPE_TIME,
     MYSQL_TYPE_TIMESTAMP,
     MYSQL_TYPE_VAR_STRING,
+    SMALL_ARRAY,
+    SMALL_OBJECT,
     JsonBinaryError,
+    JsonView,
     MysqlTime,
     Opaque,
+    check_document_size,
     parse,
+    parse_binary,
     serialize,
     to_text,
 )
@@ -161,12 +173,22 @@ def test_server_documents_match_the_derived_rows(name):
     assert {offset: [as_fixture(parse(d)) for d in documents] for offset, documents in found.items()} == wanted
 
 
-def test_server_documents_reserialize_byte_for_byte():
+def server_documents() -> list[bytes]:
+    """Every full JSON document of both files."""
     documents = list(opaque_file_documents().values())
     documents += [d for images in json_file_documents().values() for d in images]
     assert len(documents) == 8 + 6 + 6 * 2  # opaque rows; mysql.t: 6 inserted, 6 updated (before, after)
-    for document in documents:
+    return documents
+
+
+def test_server_documents_reserialize_byte_for_byte():
+    for document in server_documents():
         assert serialize(parse(document)) == document
+
+
+def test_server_documents_read_lazily_as_parsed():
+    for document in server_documents():
+        assert_view_matches(parse_binary(document), parse(document))
 
 
 def test_encoder_writes_what_mysql_8_wrote():
@@ -287,10 +309,29 @@ def test_values_mysql_refuses_to_store():
             serialize(value)
     with pytest.raises(ValueError):
         serialize({"k" * 65536: 1})
+    with pytest.raises(ValueError, match="65536 bytes"):
+        serialize([{"é" * 32768: 1}])  # the limit is on the key's UTF-8 bytes
     assert parse(serialize({"k" * 65535: 1})) == {"k" * 65535: 1}
+    assert parse(serialize({"é" * 32767 + "k": 1})) == {"é" * 32767 + "k": 1}
     for value in (b"bytes", {1: 2}, Decimal(1), (1, 2)):
         with pytest.raises(TypeError):
             serialize(value)
+
+
+def test_documents_are_smaller_than_4_gb():
+    check_document_size(MAX_DOCUMENT_SIZE)  # 4 GB - 1 byte
+    with pytest.raises(ValueError, match="4 GB or more"):
+        check_document_size(MAX_DOCUMENT_SIZE + 1)
+
+
+def test_object_restarts_in_the_large_format_when_a_key_offset_outgrows_2_bytes():
+    # Three long keys: the value entries' offsets pass 64 KB while the first key still fits.
+    value = {"a" * 30000: 1, "b" * 30000: 2, "c" * 30000: [3]}
+    document = serialize(value)
+    assert document[0] == LARGE_OBJECT
+    view = parse_binary(document)
+    assert view.lookup("c" * 30000).type == SMALL_ARRAY
+    assert parse(document) == value
 
 
 def nested(levels: int):
@@ -320,6 +361,125 @@ def test_nesting_is_limited_to_mysql_100_levels():
 
 
 # ---------------------------------------------------------------------------
+# The lazy view
+
+
+def assert_view_matches(view: JsonView, value) -> None:
+    """``view`` reads as ``value`` through every accessor, at every level.
+
+    Objects: keys in stored order, element(i) under key(i), lookup of every key
+    and of keys that are absent. Every value: ``raw()`` is a standalone document
+    that parses back to the value and is what :func:`serialize` writes for it.
+    """
+    assert typed(view.to_python()) == typed(value)
+    raw = view.raw()
+    assert typed(parse(raw)) == typed(value)
+    assert raw == serialize(value)
+    if isinstance(value, dict):
+        assert view.is_object and not view.is_array
+        assert len(view) == view.element_count == len(value)
+        assert [view.key(index) for index in range(len(view))] == list(value)
+        for index, (key, item) in enumerate(value.items()):
+            assert_view_matches(view.element(index), item)
+            assert typed(view.lookup(key).to_python()) == typed(item)
+        for absent in absent_keys(value):
+            assert view.lookup(absent) is None
+    elif isinstance(value, list):
+        assert view.is_array and not view.is_object
+        assert len(view) == len(value)
+        for index, item in enumerate(value):
+            assert_view_matches(view.element(index), item)
+    else:
+        assert view.type not in (SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY)
+
+
+def absent_keys(members: dict) -> list[str]:
+    """Keys next to the present ones in MySQL's order: one byte longer, one character shorter, the last one bumped."""
+    candidates = {""}
+    for key in members:
+        candidates.update((key + "\x00", key[:-1], key[:-1] + chr(ord(key[-1]) % 0xD7FF + 1) if key else "x"))
+    return sorted(candidates - set(members))
+
+
+def test_view_reads_only_what_is_asked_for():
+    # [1, "ab", <a value entry with type byte 0x0e>]: the first two elements read fine.
+    document = bytes.fromhex("02 0300 1000 050100 0c0d00 0e0000 026162".replace(" ", ""))
+    view = parse_binary(document)
+    assert view.type == SMALL_ARRAY and len(view) == 3
+    assert view.element(0).to_python() == 1
+    assert view.element(1).to_python() == "ab"
+    assert view.element(1).raw() == bytes.fromhex("0c026162")
+    with pytest.raises(JsonBinaryError) as error:
+        view.element(2)
+    assert error.value.offset == 11
+    with pytest.raises(JsonBinaryError):
+        parse(document)
+
+
+def test_view_lookup_is_a_binary_search_in_mysql_key_order():
+    members = {key: index for index, key in enumerate(["a", "b", "z", "aa", "ab", "é", "zzz", "k" * 300, ""])}
+    view = parse_binary(serialize(members))
+    assert [view.key(index) for index in range(len(view))] == ["", "a", "b", "z", "aa", "ab", "é", "zzz", "k" * 300]
+    for key, index in members.items():
+        assert view.lookup(key).to_python() == index
+    for absent in ("c", "ac", "zz", "zzzz", "é" + "x", "k" * 299):
+        assert view.lookup(absent) is None
+
+
+def test_view_of_a_large_document_and_its_inlined_values():
+    value = ["x" * 70000, 100000, -5, True, None, {"k": [1.5]}]
+    view = parse_binary(serialize(value))
+    assert view.type == LARGE_ARRAY
+    assert view.element(1).raw() == bytes.fromhex("07a0860100")  # int32 inlined in the 4-byte entry
+    assert view.element(2).raw() == bytes.fromhex("05fbff")  # int16: its 2 bytes of the entry
+    assert view.element(3).raw() == bytes.fromhex("0401")
+    assert view.element(5).type == SMALL_OBJECT
+    assert view.element(5).lookup("k").element(0).to_python() == 1.5
+    assert_view_matches(view, value)
+
+
+def test_view_over_a_row_image_without_copying():
+    row = b"\x00" + struct.pack("<I", 12) + serialize({"a": [1, 2]}) + b"trailing column bytes"
+    view = parse_binary(memoryview(row)[5:])
+    assert view.lookup("a").element(1).to_python() == 2
+    assert view.raw() == serialize({"a": [1, 2]})
+    with pytest.raises(JsonBinaryError) as error:
+        parse_binary(memoryview(row)[5:10])
+    assert error.value.offset == 3  # counted from the view's first byte: the size field
+
+
+def test_view_of_the_empty_document_is_null():
+    view = parse_binary(b"")
+    assert view.type == LITERAL and view.to_python() is None and view.raw() == b"\x04\x00"
+
+
+def test_view_misuse_raises_python_errors():
+    array, members, scalar = (parse_binary(serialize(value)) for value in ([1, 2], {"a": 1}, "text"))
+    for index in (2, -1):
+        with pytest.raises(IndexError):
+            array.element(index)
+        with pytest.raises(IndexError):
+            members.key(index + 1 if index > 0 else index)
+    with pytest.raises(TypeError):
+        array.lookup("a")
+    with pytest.raises(TypeError):
+        array.key(0)
+    with pytest.raises(TypeError):
+        len(scalar)
+    with pytest.raises(TypeError):
+        scalar.element(0)
+
+
+def test_view_depth_is_limited_like_parse():
+    view = parse_binary(hand_made_nested_arrays(101))
+    for _ in range(99):
+        view = view.element(0)
+    with pytest.raises(JsonBinaryError) as error:
+        view.element(0)
+    assert error.value.offset == 1 + 100 * 7
+
+
+# ---------------------------------------------------------------------------
 # The text form
 
 
@@ -346,6 +506,11 @@ def test_nesting_is_limited_to_mysql_100_levels():
         (1234567890123456.8, "1234567890123456.8"),
         (1.2345678901234568e16, "1.2345678901234568e16"),
         (1e-5, "0.00001"),
+        (1.25e-7, "0.000000125"),
+        (1e-15, "0.000000000000001"),
+        (1.5e15, "1.5e15"),
+        (-1.0, "-1.0"),
+        (100.0, "100.0"),
         (1.5e-15, "0.0000000000000015"),
         (1e-16, "1e-16"),
         (2.5e-300, "2.5e-300"),
@@ -448,9 +613,40 @@ def test_bad_documents(name):
     assert f"at byte {offset}: expected " in str(error.value)
 
 
+def shared_nested_arrays(levels: int) -> bytes:
+    """Arrays of two entries pointing at one child array: 10 bytes a level that would decode to 2**levels leaves."""
+    body = b"\x00\x00\x04\x00"
+    for _ in range(levels):
+        entry = b"\x02" + struct.pack("<H", 10)
+        body = struct.pack("<HH", 2, 10 + len(body)) + entry + entry + body
+    return b"\x02" + body
+
+
 def test_values_sharing_bytes_cannot_inflate_the_output():
     with pytest.raises(JsonBinaryError, match="do not share bytes"):
         parse(shared_string_array())
+    assert len(shared_nested_arrays(60)) == 605
+    with pytest.raises(JsonBinaryError, match="do not share bytes"):
+        parse(shared_nested_arrays(60))
+    assert parse(shared_nested_arrays(2)) == [[[], []], [[], []]]  # sharing within the budget reads
+
+
+def test_every_truncation_of_a_document_is_refused():
+    document = serialize({"name": "Joe", "list": [1, 100000, 2**40, 1.5, "é" * 200, None], "x": {"y": True}})
+    for length in range(1, len(document)):
+        with pytest.raises(JsonBinaryError):
+            parse(document[:length])
+
+
+def test_lying_counts_and_sizes_are_refused_before_reading():
+    for document, offset in [
+        (b"\x03" + struct.pack("<II", 0xFFFFFFFF, 0xFFFFFFFF), 5),  # size far past the document
+        (b"\x01" + struct.pack("<II", 0x10000000, 24) + bytes(16), 1),  # 268 M members in 24 bytes
+        (b"\x0c" + bytes.fromhex("ffffffff0f") + b"x", 1),  # 4 GB string, 1 byte there
+    ]:
+        with pytest.raises(JsonBinaryError) as error:
+            parse_binary(document)
+        assert error.value.offset == offset
 
 
 def test_opaque_value_checks_its_bytes():
