@@ -166,6 +166,11 @@ def datetime_of(text: str, zone: tzinfo | None = None) -> datetime:
     Raises :class:`UnrepresentableValue` for a text ``datetime`` cannot hold: zero
     and partly-zero dates, year 0, a day its month has not, hours past 23.
     """
+    if text[4:5] == "-" and text[10:11] in ("", " "):  # the forms binlog_codec.values writes
+        try:  # ISO 8601's parser reads them, twenty times faster than the pattern below
+            return datetime.fromisoformat(text).replace(tzinfo=zone)
+        except ValueError:
+            pass  # zero dates and the like: the pattern tells them apart
     match = _TEMPORAL_TEXT.fullmatch(text)
     if match is None:
         raise UnrepresentableValue(text)
@@ -473,7 +478,8 @@ class ImageBatchBuilder:
 
     ``append`` each :class:`~binlog_codec.rows.RowRecord` of the table, in log
     order; ``build`` returns the batch of :func:`image_schema` (see the module
-    docstring for its columns).
+    docstring for its columns). Rows are kept as lists in the schema's column
+    order and turned into one Arrow array per column.
     """
 
     def __init__(self, table: TableMap, flavour: str = "mysql") -> None:
@@ -481,7 +487,9 @@ class ImageBatchBuilder:
         self.schema = image_schema(table, flavour)
         self.schema_id = schema_id(table, flavour)
         self._mappings = {column.display_name: column_mapping(column, flavour) for column in table.columns}
-        self._rows: list[dict[str, Any]] = []
+        self._image_width = len(table.columns)
+        self._positions = {name: index for index, name in enumerate(self.schema.names[: self._image_width])}
+        self._rows: list[list[Any]] = []
         self._file: tuple[str, str, int | None] = ("", "", None)  # the last file seen: path, name, sequence
 
     def __len__(self) -> int:
@@ -498,27 +506,30 @@ class ImageBatchBuilder:
         after = change.after or {}
         diffs = {name: after[name] for name in change.partial}
         unrepresentable: dict[str, str] = {}
-        row = self._image({name: value for name, value in after.items() if name not in diffs}, "", unrepresentable)
+        row = [None] * self._image_width
+        positions = self._positions
+        for name, value in self._image({n: v for n, v in after.items() if n not in diffs}, "", unrepresentable).items():
+            row[positions[name]] = value
         before = None if change.before is None else self._image(change.before, BEFORE_PREFIX, unrepresentable)
         if record.file != self._file[0]:
             self._file = (record.file, PurePath(record.file).name, binlog_seq(record.file))
-        row.update(
-            _op=OPERATIONS[record.kind],
-            _binlog_file=self._file[1],
-            _binlog_seq=self._file[2],
-            _binlog_pos=record.pos,
-            _binlog_inner_offset=record.inner_offset,
-            _row_index=record.row_index,
-            _gtid=record.gtid,
-            _server_id=None if commit is None else commit.server_id,
-            _xid=None if commit is None or commit.xid is None else Decimal(commit.xid),
-            _commit_ts=datetime.fromtimestamp(record.timestamp if commit is None else commit.timestamp, timezone.utc),
-            _schema_id=self.schema_id,
-            _before=before,
-            _present_columns=list(after),
-            _partial_columns=list(change.partial),
-            _partial_diffs=list(diffs.items()),
-            _unrepresentable=list(unrepresentable.items()),
+        row += (  # the change columns, in _change_fields' order
+            OPERATIONS[record.kind],
+            self._file[1],
+            self._file[2],
+            record.pos,
+            record.inner_offset,
+            record.row_index,
+            record.gtid,
+            None if commit is None else commit.server_id,
+            None if commit is None or commit.xid is None else Decimal(commit.xid),
+            datetime.fromtimestamp(record.timestamp if commit is None else commit.timestamp, timezone.utc),
+            self.schema_id,
+            before,
+            list(after),
+            list(change.partial),
+            list(diffs.items()),
+            list(unrepresentable.items()),
         )
         self._rows.append(row)
 
@@ -538,7 +549,9 @@ class ImageBatchBuilder:
 
     def build(self) -> pa.RecordBatch:
         """The batch of every row appended so far."""
-        return pa.RecordBatch.from_pylist(self._rows, schema=self.schema)
+        columns = zip(*self._rows) if self._rows else ([] for _ in self.schema)
+        arrays = [pa.array(values, type=field.type) for values, field in zip(columns, self.schema)]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def flush(self) -> pa.RecordBatch:
         """The batch of the rows appended since the last flush; the builder starts empty again."""
