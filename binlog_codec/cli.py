@@ -3,7 +3,8 @@
 Subcommands:
 
 * ``events FILE...``: one line per event (position, end position, type, size,
-  summary), or JSON Lines with ``--json``;
+  summary), or JSON Lines with ``--json``; with ``-v``, the rows of rows events
+  as ``mysqlbinlog -v`` prints them;
 * ``verify FILE...``: magic, framing, every checksum and every event body;
   exit status 0 only when all hold;
 * ``transactions FILE...``: transaction boundaries from a quick scan;
@@ -26,14 +27,15 @@ import sys
 import time
 from typing import Iterable, TextIO
 
-from . import __version__, json_binary
+from . import __version__, json_binary, json_diff
 from .errors import BinlogError, CorruptEventError
 from .event_types import EventType
 from .events import Event, RowsEvent, TableMapEvent, decode
 from .reader import BinlogReader, RawEvent
-from .rows import read_rows
+from .rows import RowChange, RowRecord, TableVersion, TableVersions, decode_rows, read_rows
 from .table_map import (
     Column,
+    ColumnType,
     TableMap,
     column_description,
     decode_table_map,
@@ -115,6 +117,7 @@ def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
     for path in args.files:
         reader = _reader(path, args)
         tables: dict[int, str] = {}
+        row_images = RowImages() if args.verbose_rows else None
         if not args.json:
             out.write(f"# {path}\n#{'position':>9} {'end':>10}  {'type':<22} {'size':>8}  summary\n")
         progress = None
@@ -122,9 +125,126 @@ def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
             event = decode(raw, skip_unknown=args.skip_unknown)
             summary = _summary(event, tables)
             out.write((_event_json(event, summary) if args.json else _event_text(event, summary)) + "\n")
+            if row_images is not None:
+                out.write(row_images.text(event, "mariadb" if raw.fde.is_mariadb else "mysql"))
             progress = progress or Progress(path, reader.file_size)
             progress.update(raw.end_pos, count)
     return 0
+
+
+def _quoted_table(database: str, table: str) -> str:
+    """```db`.`table``` with backticks doubled, as mysqlbinlog quotes names."""
+    return "`{}`.`{}`".format(*(part.replace("`", "``") for part in (database, table)))
+
+
+class RowImages:
+    """The rows of rows events as ``mysqlbinlog -v`` prints them (log_event.cc ``print_verbose``)::
+
+        ### UPDATE `db`.`t`
+        ### WHERE
+        ###   @1=1
+        ### SET
+        ###   @2=JSON_REPLACE(@2, '$.age', 26)
+
+    Columns are ``@N`` by position, absent columns are left out, partial JSON
+    columns are printed as JSON function calls (WL#2955 section 6). Values
+    are printed from their decoded form: see :func:`sql_value`. Needs the
+    table maps of the file, in order, to decode the rows that follow them.
+    """
+
+    _CLAUSES = {
+        "insert": ("INSERT INTO", (("SET", "after"),)),
+        "delete": ("DELETE FROM", (("WHERE", "before"),)),
+        "update": ("UPDATE", (("WHERE", "before"), ("SET", "after"))),
+    }
+
+    def __init__(self) -> None:
+        self._versions = TableVersions()
+        self._tables: dict[int, TableVersion] = {}
+
+    def text(self, event: Event, flavour: str) -> str:
+        """The lines for ``event`` (a rows event; nothing for other events), each ending in a newline."""
+        if isinstance(event, TableMapEvent):
+            self._tables[event.table_id] = self._versions.version(event)
+            return ""
+        if not isinstance(event, RowsEvent):
+            return ""
+        version = self._tables.get(event.table_id)
+        if version is None:
+            return f"### Row event for unknown table #{event.table_id}\n"
+        table = version.table
+        command, clauses = self._CLAUSES[event.kind]
+        name = _quoted_table(table.database, table.table)
+        if event.kind == "insert" and not event.rows:
+            return f"### INSERT INTO {name} VALUES ()\n"
+        lines = []
+        for change in decode_rows(event, version.plan(event, flavour, None)):
+            lines.append(f"### {command} {name}")
+            for clause, image in clauses:
+                lines.append(f"### {clause}")
+                lines.extend(self._columns(event, table, change, image))
+        return "".join(line + "\n" for line in lines)
+
+    @staticmethod
+    def _columns(event: RowsEvent, table: TableMap, change: RowChange, image: str) -> list[str]:
+        values = getattr(change, image)
+        partial = change.partial if image == "after" else ()
+        lines = []
+        for column in table.columns:
+            name = column.display_name
+            if name not in values:
+                continue
+            sql_name = f"@{column.index + 1}"
+            if name in partial:
+                diffs = _located(event, lambda: json_diff.decode_diffs(values[name], column=name))
+                text = json_diff.render(sql_name, diffs)
+            else:
+                text = sql_value(values[name], column)
+            lines.append(f"###   {sql_name}={text}")
+        return lines
+
+
+def _located(where: Event | RowRecord, work):
+    """``work()``, its :class:`~binlog_codec.json_diff.JsonDiffError` placed at the rows event ``where``
+    is or came from (only PARTIAL_UPDATE_ROWS events hold JSON diffs)."""
+    try:
+        return work()
+    except json_diff.JsonDiffError as exc:
+        raise exc.located(
+            file=where.file, position=where.pos, event_type=EventType.PARTIAL_UPDATE_ROWS.name,
+            inner_offset=where.inner_offset,
+        ) from None
+
+
+def sql_value(value, column: Column) -> str:
+    """A decoded column value as ``mysqlbinlog -v`` prints it, as far as the decoded value tells.
+
+    NULL; numbers as digits (FLOAT as ``%-20g``, DOUBLE as ``%.20g``, as
+    mysqlbinlog formats them); BIT as ``b'0101'``; a JSON document as its
+    quoted text (a string document unquoted inside); text, temporal values,
+    ENUM and SET labels and bytes as quoted strings (bytes above 0x7F as
+    ``\\xNN``). mysqlbinlog prints some types from their stored form instead:
+    ENUM and SET as numbers, DATE as ``'YYYY:MM:DD'``, TIMESTAMP as seconds.
+    """
+    if value is None:
+        return "NULL"
+    kind = column.type_code
+    if kind == ColumnType.JSON:
+        text = json_binary.to_text(value)
+        return json_diff.sql_string(json.loads(text) if text.startswith('"') else text)
+    if kind == ColumnType.FLOAT:
+        return "%-20g" % value
+    if kind == ColumnType.DOUBLE:
+        return "%.20g" % value
+    if kind == ColumnType.BIT:
+        return f"b'{value:0{column.length or 1}b}'"
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (str, bytes)):
+        return json_diff.sql_string(value)
+    return json_diff.sql_string(json.dumps(value))
 
 
 def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
@@ -216,6 +336,10 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
         {"file": ..., "pos": ..., "row_index": ..., "type": ..., "db": ..., "table": ...,
          "gtid": ..., "timestamp": ..., "before": {...}, "after": {...}, "partial": [...]}
 
+    A partial JSON column (WL#2955) is the whole document when the before-image
+    holds the document the diffs apply to, else ``{"json_diff": [...]}`` listed
+    in ``partial`` (:func:`_partial_images`).
+
     The fields before ``row_index`` and between it and the images are the same
     for every row of a rows event: they are encoded again only when one of
     them changes.
@@ -251,7 +375,10 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
                     )
                 change = record.change
                 # '{"before": ..., "after": ..., "partial": [...]}' less its opening brace
-                images = join(chunks({"before": change.before, "after": change.after, "partial": change.partial}, 0))
+                if change.partial:
+                    images = join(chunks(_partial_images(record), 0))
+                else:
+                    images = join(chunks({"before": change.before, "after": change.after, "partial": []}, 0))
                 pending.append(f"{head}{record.row_index}{middle}{images[1:]}\n")
                 if len(pending) >= _ROWS_PER_WRITE:
                     out.write("".join(pending))
@@ -260,6 +387,34 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
         if pending:  # the rows before an error are printed before it
             out.write("".join(pending))
     return 0
+
+
+def _partial_images(record: RowRecord) -> dict:
+    """The images of a row whose after-image holds JSON diffs (WL#2955).
+
+    A column whose before-image holds the document (``binlog_row_image=FULL``)
+    gets the document the diffs make of it, as a replica computes it; the
+    others get ``{"json_diff": [{"op": ..., "path": ..., "value": ...}, ...]}``
+    and stay listed in ``partial``.
+    """
+    change = record.change
+    before = change.before or {}
+    after = dict(change.after)
+    still_partial = []
+    for name in change.partial:
+        diffs = _located(record, lambda: json_diff.decode_diffs(after[name], column=name))
+        if before.get(name) is not None:
+            after[name] = _located(record, lambda: json_diff.apply(before[name], diffs, column=name))
+        else:
+            after[name] = {"json_diff": [_diff_json(diff) for diff in diffs]}
+            still_partial.append(name)
+    return {"before": change.before, "after": after, "partial": still_partial}
+
+
+def _diff_json(diff: json_diff.JsonDiff) -> dict:
+    if diff.operation == json_diff.REMOVE:
+        return {"op": diff.operation, "path": diff.path}
+    return {"op": diff.operation, "path": diff.path, "value": diff.value}
 
 
 def _column_name(column: Column) -> str | None:
@@ -288,7 +443,7 @@ def _metadata_json(raw: RawEvent, table: TableMap, flavour: str) -> str:
 
 def _metadata_text(raw: RawEvent, table: TableMap, flavour: str) -> str:
     where = raw.pos if raw.inner_offset is None else f"{raw.pos}+{raw.inner_offset}"
-    name = "`{}`.`{}`".format(*(part.replace("`", "``") for part in (table.database, table.table)))
+    name = _quoted_table(table.database, table.table)
     return f"# at {where}: Table_map {name} mapped to number {table.table_id}\n" + metadata_comment(table, flavour)
 
 
@@ -322,7 +477,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     events = commands.add_parser("events", help="list every event")
     common(events)
-    events.add_argument("--json", action="store_true", help="JSON Lines, one object per event")
+    output = events.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="JSON Lines, one object per event")
+    output.add_argument(
+        "-v", "--verbose-rows", action="store_true",
+        help="after each rows event, its rows as mysqlbinlog -v prints them (### UPDATE ..., partial JSON as JSON_REPLACE(...))",
+    )
     events.add_argument("--start-position", type=int, help="first event to show starts at or after this byte")
     events.add_argument("--stop-position", type=int, help="stop before the event that starts at or after this byte")
     events.add_argument("--skip-unknown", action="store_true", help="report unknown event types as skipped, not as errors")

@@ -7,6 +7,11 @@ import json
 import pytest
 
 from binlog_codec.cli import main
+from binlog_codec.event_types import EventType
+from binlog_codec.json_diff import JsonDiff
+from binlog_codec.rows import RowChange
+from binlog_codec.table_map import Column, ColumnType, TableMap
+from binlog_codec.writer import BinlogWriter, JsonUpdate, rows_event_body_for, table_map_event_body
 from cli_run import run
 from fixture_facts import BAD_FILES, expected, good_files, path
 
@@ -129,3 +134,139 @@ def test_rows_assume_charset_for_table_maps_without_charsets(capsys):
     assert status == 0 and json.loads(out.splitlines()[0])["after"] == {"@1": 1, "@2": "0.10000", "@3": "zero point one"}
     status, _, err = run(capsys, "rows", "--assume-charset", "klingon", path(name))
     assert status == 1 and "at 652 (WRITE_ROWS)" in err and "unknown character set 'klingon'" in err
+
+
+# -- partial JSON (WL#2955): events -v and rows -------------------------------------------------
+
+JSON_FIXTURE = "blackbeam__rust_mysql_common/json.binlog.000001"
+
+
+def _row_blocks(out: str, position: int) -> list[list[str]]:
+    """The ``###`` lines printed after the event at ``position``, one list per row."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:1] == [str(position)]) + 1
+    blocks: list[list[str]] = []
+    for line in lines[start:]:
+        if not line.startswith("### "):
+            break
+        if not line.startswith("###  ") and line.split()[1] in ("INSERT", "UPDATE", "DELETE"):
+            blocks.append([])
+        blocks[-1].append(line)
+    return blocks
+
+
+def test_events_verbose_rows_print_partial_json_as_mysqlbinlog(capsys):
+    status, out, err = run(capsys, "events", "-v", path(JSON_FIXTURE))
+    assert status == 0 and err == ""
+    partial = _row_blocks(out, 3750)
+    assert len(partial) == 6
+    assert partial[0] == [
+        "### UPDATE `mysql`.`t`",
+        "### WHERE",
+        "###   @1=1",
+        "### SET",
+        "###   @2=JSON_REPLACE(@2, '$.age', 26)",
+        "###   @3='Joe'",
+        "###   @4=26",
+    ]
+    assert [block[4] for block in partial[1:]] == [
+        f"###   @2=JSON_REPLACE(@2, '$.age', {age})" for age in (34, 42, 26, 34, 42)
+    ]
+    (first_insert,) = _row_blocks(out, 1059)
+    assert first_insert == [
+        "### INSERT INTO `mysql`.`t`",
+        "### SET",
+        "###   @1=1",
+        "###   @2='{\"age\": 24, \"data\": \"xxxxxxxxxx\", \"name\": \"Joe\"}'",
+        "###   @3='Joe'",
+        "###   @4=24",
+    ]
+    full_update = _row_blocks(out, 2612)
+    assert len(full_update) == 6 and full_update[0][1] == "### WHERE" and full_update[0][6] == "### SET"
+    # Without -v the listing is the same, less the row lines.
+    status, plain, _ = run(capsys, "events", path(JSON_FIXTURE))
+    assert [line for line in out.splitlines() if not line.startswith("### ")] == plain.splitlines()
+
+
+def test_events_verbose_rows_beside_the_global_verbose_flag(capsys):
+    status, out, _ = run(capsys, "-v", "events", "-v", path(JSON_FIXTURE))
+    assert status == 0 and "JSON_REPLACE(@2, '$.age', 26)" in out
+    status, out, _ = run(capsys, "-v", "events", path(JSON_FIXTURE))
+    assert status == 0 and "###" not in out
+    with pytest.raises(SystemExit) as caught:
+        main(["events", "--json", "-v", str(path(JSON_FIXTURE))])
+    assert caught.value.code == 2
+
+
+def test_rows_partial_json_without_the_document_is_the_diff_list(capsys):
+    status, out, _ = run(capsys, "rows", path(JSON_FIXTURE))
+    partial = [json.loads(line) for line in out.splitlines() if json.loads(line)["pos"] == 3750]
+    assert status == 0 and len(partial) == 6
+    assert partial[0]["before"] == {"@1": 1}
+    assert partial[0]["after"] == {"@2": {"json_diff": [{"op": "REPLACE", "path": "$.age", "value": 26}]}, "@3": "Joe", "@4": 26}
+    assert all(record["partial"] == ["@2"] for record in partial)
+
+
+def _partial_update_binlog(tmp_path, before_document, update, *, raw_diffs=None):
+    """A binlog with one PARTIAL_UPDATE_ROWS_EVENT of table ``db.t (INT, JSON)``, FULL images, no column names.
+    ``update`` is the new value of ``@2`` (a JsonUpdate); ``raw_diffs`` logs these bytes as its diffs instead."""
+    columns = [Column(0, ColumnType.LONG, ColumnType.LONG, False, unsigned=False),
+               Column(1, ColumnType.JSON, ColumnType.JSON, True, pack_length=4)]
+    table = TableMap(7, "db", "t", columns)
+    after = {"@1": 1, "@2": update if raw_diffs is None else raw_diffs}
+    change = RowChange("update", 0, before={"@1": 1, "@2": before_document}, after=after,
+                       partial=[] if raw_diffs is None else ["@2"])
+    writer = BinlogWriter()
+    writer.add(EventType.TABLE_MAP, table_map_event_body(table))
+    type_code, body = rows_event_body_for(table, "update", [change], partial_json=True)
+    position = writer.add(type_code, body)
+    target = tmp_path / "partial.000001"
+    target.write_bytes(writer.bytes())
+    return target, position
+
+
+def test_rows_partial_json_with_a_full_before_image_is_the_new_document(tmp_path, capsys):
+    document = {"a": [1, 2], "b": "x" * 60}
+    diffs = [JsonDiff("INSERT", "$.a[1]", 9), JsonDiff("REPLACE", "$.b", "y")]
+    new = {"a": [1, 9, 2], "b": "y"}
+    target, position = _partial_update_binlog(tmp_path, document, JsonUpdate(new, diffs))
+    status, out, _ = run(capsys, "rows", target)
+    (record,) = [json.loads(line) for line in out.splitlines()]
+    assert status == 0
+    assert record["before"] == {"@1": 1, "@2": document}
+    assert record["after"] == {"@1": 1, "@2": new} and record["partial"] == []
+    status, out, _ = run(capsys, "events", "-v", target)
+    assert status == 0
+    (block,) = _row_blocks(out, position)
+    assert block == [
+        "### UPDATE `db`.`t`",
+        "### WHERE",
+        "###   @1=1",
+        "###   @2='{\"a\": [1, 2], \"b\": \"" + "x" * 60 + "\"}'",
+        "### SET",
+        "###   @1=1",
+        "###   @2=JSON_REPLACE(",
+        "###      JSON_ARRAY_INSERT(@2, '$.a[1]', 9),",
+        "###      '$.b', 'y')",
+    ]
+
+
+def test_rows_diffs_that_do_not_fit_the_before_image_are_a_located_error(tmp_path, capsys):
+    document = {"a": 1, "pad": "x" * 60}
+    update = JsonUpdate({"a": 1, "b": 2, "pad": "x" * 60}, [JsonDiff("REPLACE", "$.b", 2)])
+    target, position = _partial_update_binlog(tmp_path, document, update)
+    status, _, err = run(capsys, "rows", target)
+    assert status == 1
+    assert err == (
+        f"binlog-codec: {target}: at {position} (PARTIAL_UPDATE_ROWS): "
+        "column @2, JSON diff 0: REPLACE at '$.b': no value at this path to replace\n"
+    )
+
+
+@pytest.mark.parametrize("command", [["rows"], ["events", "-v"]])
+def test_corrupt_diffs_are_a_located_error(tmp_path, capsys, command):
+    target, position = _partial_update_binlog(tmp_path, {"a": 1}, None, raw_diffs=b"\x00\x03$.a")
+    status, _, err = run(capsys, *command, target)
+    assert status == 1
+    assert err.startswith(f"binlog-codec: {target}: at {position} (PARTIAL_UPDATE_ROWS): column @2, JSON diff 0: ")
+    assert "value length" in err
