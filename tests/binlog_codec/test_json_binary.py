@@ -715,6 +715,180 @@ def test_large_documents_round_trip(texts, value):
     assert document[0] == 0x01  # large object: over 64 KB
     assert typed(parse(document)) == typed({"texts": texts, "value": value})
     assert serialize(parse(document)) == document
+    assert_view_matches(parse_binary(document), parse(document))
+
+
+@PROPERTIES
+@given(json_values)
+def test_lazy_view_agrees_with_parse(value):
+    document = serialize(value)
+    assert_view_matches(parse_binary(document), parse(document))
+
+
+@PROPERTIES
+@given(json_values)
+def test_parsed_documents_print_as_mysql_prints_them(value):
+    assert to_text(parse(serialize(value))) == mysql_text(value)
+
+
+def mysql_text(value) -> str:
+    """MySQL's JSON text (json_dom.cc ``wrapper_to_string``), written apart from to_text to check it.
+
+    Strings escape as JSON requires and nothing more (json.dumps without ASCII
+    escaping does exactly that); members by key length, then UTF-8 bytes;
+    ", " between items and ": " after keys.
+    """
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return mysql_double_text(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(map(mysql_text, value)) + "]"
+    keys = sorted(value, key=lambda key: (len(key.encode()), key.encode()))
+    return "{" + ", ".join(f"{mysql_text(key)}: {mysql_text(value[key])}" for key in keys) + "}"
+
+
+def mysql_double_text(number: float) -> str:
+    """``my_gcvt(d, MY_GCVT_ARG_DOUBLE, 34)`` then ".0" when neither '.' nor 'e' was written.
+
+    dtoa mode 4 with 34 digits gives the shortest round-trip digits (Python's
+    repr digits); with ``point`` the decimal exponent of 0.DIGITS, my_gcvt
+    writes them plainly when point >= -14 and (point <= 15 or point < digits),
+    else as D.DDDe[-]X.
+    """
+    exact = Decimal(repr(number)).normalize()
+    sign, digits, exponent = exact.as_tuple()
+    point = len(digits) + exponent
+    if point >= -14 and (point <= 15 or point < len(digits)):
+        body = format(abs(exact), "f")
+    else:
+        text = "".join(map(str, digits))
+        body = text[0] + ("." + text[1:] if len(text) > 1 else "") + f"e{point - 1}"
+    body = ("-" if sign else "") + body
+    return body if "." in body or "e" in body else body + ".0"
+
+
+def test_mysql_double_text_follows_my_gcvt_at_the_edges():
+    """The test's own double printer, on the cases checked against MySQL's rules above."""
+    for number, text in [(1e15, "1e15"), (1e14, "100000000000000.0"), (1e-15, "0.000000000000001"),
+                         (1e-16, "1e-16"), (-0.0, "-0.0"), (1234567890123456.8, "1234567890123456.8")]:
+        assert mysql_double_text(number) == text == to_text(number)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.binary(max_size=80))
+def test_random_bytes_give_a_value_or_json_binary_error(data):
+    check_hostile(data)
+
+
+@settings(max_examples=500, deadline=None)
+@given(json_values, st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4))
+def test_corrupted_documents_give_a_value_or_json_binary_error(value, changes):
+    document = bytearray(serialize(value))
+    for position, byte in changes:
+        document[position % len(document)] = byte
+    check_hostile(bytes(document))
+
+
+def check_hostile(document: bytes) -> None:
+    """Hostile bytes raise JsonBinaryError and nothing else, through parse and every view accessor.
+
+    What parses is a JSON value that serializes and parses back the same.
+    """
+    try:
+        value = parse(document)
+    except JsonBinaryError:
+        pass
+    else:
+        assert typed(parse(serialize(value))) == typed(value)
+    try:
+        view = parse_binary(document)
+    except JsonBinaryError:
+        return
+    assert explore(view) >= 1
+
+
+def attempt(read, *args):
+    """``read(*args)``, or None when it raises JsonBinaryError."""
+    try:
+        return read(*args)
+    except JsonBinaryError:
+        return None
+
+
+def explore(root: JsonView, limit: int = 2000) -> int:
+    """Every accessor on every value reachable from ``root`` (at most ``limit`` values); returns how many.
+
+    Where a value decodes, its ``raw()`` bytes decode to the same value on their own.
+    """
+    pending, reached = [root], 0
+    while pending and reached < limit:
+        view = pending.pop()
+        reached += 1
+        value = attempt(view.to_python)
+        if value is not None:
+            assert typed(parse(view.raw())) == typed(value)
+        if view.type not in (SMALL_OBJECT, LARGE_OBJECT, SMALL_ARRAY, LARGE_ARRAY):
+            continue
+        for index in range(len(view)):
+            child = attempt(view.element, index)
+            if child is not None:
+                pending.append(child)
+            key = attempt(view.key, index) if view.is_object else None
+            if key is not None:
+                attempt(view.lookup, key)
+    return reached
+
+
+# ---------------------------------------------------------------------------
+# Throughput (a measurement printed with ``pytest -s``, not a timed assertion)
+
+
+def realistic_documents(count: int, seed: int = 8132) -> list[bytes]:
+    """``count`` documents of 1-20 KB: objects holding arrays of user-like records."""
+    rng = random.Random(seed)
+
+    def record() -> dict:
+        return {
+            "id": rng.randrange(10**9),
+            "name": f"user{rng.randrange(10**6)}",
+            "email": f"user{rng.randrange(10**6)}@example.com",
+            "score": rng.random() * 100,
+            "active": rng.random() < 0.5,
+            "tags": [f"tag{rng.randrange(50)}" for _ in range(rng.randrange(5))],
+            "address": {"street": f"{rng.randrange(1000)} Main St", "city": "Springfield", "zip": f"{rng.randrange(10**5):05d}"},
+            "note": "lorem ipsum dolor " * rng.randrange(1, 10),
+            "balance": rng.randrange(-(2**40), 2**40),
+            "parent": None,
+        }
+
+    documents = []
+    for _ in range(count):
+        records = [record() for _ in range(rng.randrange(3, 58))]  # about 350 bytes a record
+        documents.append(serialize({"items": records, "count": len(records)}))
+    return documents
+
+
+def parse_throughput(documents: list[bytes]) -> dict:
+    """Parse every document once: how many, their bytes, the seconds taken and MB/s (10**6 bytes)."""
+    started = time.perf_counter()
+    parsed = [parse(document) for document in documents]
+    seconds = time.perf_counter() - started
+    size = sum(map(len, documents))
+    return {"documents": len(parsed), "bytes": size, "seconds": seconds, "mb_per_s": size / seconds / 1e6}
+
+
+def test_parse_throughput_on_realistic_documents():
+    documents = realistic_documents(2000)
+    assert 900 <= min(map(len, documents)) and max(map(len, documents)) <= 22 * 1024
+    measured = parse_throughput(documents)
+    assert measured["documents"] == 2000 and measured["bytes"] == sum(map(len, documents))
+    print(f"\nbinary JSON parse: {measured['documents']} documents, {measured['bytes'] / 1e6:.1f} MB, "
+          f"{measured['seconds']:.2f} s, {measured['mb_per_s']:.1f} MB/s")
 
 
 @PROPERTIES
@@ -723,22 +897,3 @@ def test_text_form_is_json_that_reads_back_the_same(value):
     assert typed(json.loads(to_text(value))) == typed(value)
 
 
-@settings(max_examples=1000, deadline=None)
-@given(st.binary(max_size=80))
-def test_random_bytes_raise_only_json_binary_error(data):
-    try:
-        parse(data)
-    except JsonBinaryError:
-        pass
-
-
-@settings(max_examples=500, deadline=None)
-@given(json_values, st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=4))
-def test_corrupted_documents_raise_only_json_binary_error(value, changes):
-    document = bytearray(serialize(value))
-    for position, byte in changes:
-        document[position % len(document)] = byte
-    try:
-        parse(bytes(document))
-    except JsonBinaryError:
-        pass
