@@ -319,7 +319,8 @@ class _CorpusWriter:
 
     def insert(self, table: TableMap) -> tuple[int, bytes, int]:
         changes = []
-        for _ in range(self.rng.randrange(1, 4)):
+        room = self.max_rows - len(self.rows[table.table])
+        for _ in range(min(self.rng.randrange(1, 4), room)):
             row = new_row(self.rng, table, self.next_id)
             self.next_id += 1
             self.rows[table.table][row["id"]] = row

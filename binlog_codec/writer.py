@@ -394,8 +394,11 @@ def _shared_image(json_columns: Sequence[int], partial: set[int]) -> bytes:
     return pack_int(PARTIAL_JSON) + _bits_lsb_first([index in partial for index in json_columns])
 
 
-def _after_image_values(table: TableMap, after: Mapping[str, Any]) -> tuple[dict[str, Any], set[int]]:
-    """Resolve the :class:`JsonUpdate` values of an after-image into a diff vector or the document."""
+def _after_image_values(
+    table: TableMap, after: Mapping[str, Any], partial_update: bool
+) -> tuple[dict[str, Any], set[int]]:
+    """Resolve the :class:`JsonUpdate` values of an after-image into a diff vector (only in a
+    PARTIAL_UPDATE_ROWS event) or the document."""
     values, partial = {}, set()
     for index, column in enumerate(table.columns):
         name = column.display_name
@@ -403,7 +406,7 @@ def _after_image_values(table: TableMap, after: Mapping[str, Any]) -> tuple[dict
             continue
         value = after[name]
         if isinstance(value, JsonUpdate):
-            diffs = choose_json_format(value, column.pack_length or 4)
+            diffs = choose_json_format(value, column.pack_length or 4) if partial_update else None
             if diffs is None:
                 value = value.document
             else:
@@ -442,7 +445,7 @@ def rows_data(
             out += image(change.before, before)
         if change.after is None:
             continue
-        values, partial = _after_image_values(table, change.after)
+        values, partial = _after_image_values(table, change.after, partial_update)
         partial |= {i for i in json_columns if table.columns[i].display_name in change.partial}
         if partial_update:
             out += _shared_image(json_columns, partial)
