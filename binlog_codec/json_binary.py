@@ -233,6 +233,9 @@ class JsonView:
     :class:`JsonBinaryError`.
     """
 
+    # _start, _stop: the value's bytes after its type byte. Objects and arrays: _depth (their nesting),
+    # _count, _large, _offset (how offsets and sizes are read: 2 or 4 bytes) and _header (bytes of the
+    # counts and entries). Strings and custom data: _payload, where the bytes after the data-length start.
     __slots__ = ("_data", "type", "_start", "_stop", "_depth", "_count", "_large", "_offset", "_header", "_payload")
 
     def __init__(self, data: bytes | memoryview, type_: int, start: int, end: int, depth: int) -> None:
@@ -265,7 +268,6 @@ class JsonView:
         if self._header > size:
             _fail(start, f"an element-count whose entries fit in size {size}, got {count}")
         self._stop = start + size
-        self._payload = start
 
     def _scalar_extent(self, end: int) -> tuple[int, int]:
         """Where the scalar's bytes stop, and where its string or custom data starts."""

@@ -483,41 +483,41 @@ def test_view_depth_is_limited_like_parse():
 # The text form
 
 
-@pytest.mark.parametrize(
-    "value, text",
-    [
-        ({"a": 1, "b": [1, 2]}, '{"a": 1, "b": [1, 2]}'),
-        ({"bb": 1, "a": {}, "c": []}, '{"a": {}, "c": [], "bb": 1}'),
-        ([], "[]"),
-        ([None, True, False, -7, 2**64 - 1], "[null, true, false, -7, 18446744073709551615]"),
-        ("plain é 😀", '"plain é 😀"'),
-        ('q"b\\s\b\f\n\r\t\x00\x01\x1f\x7f', '"q\\"b\\\\s\\b\\f\\n\\r\\t\\u0000\\u0001\\u001f\x7f"'),
-        ({"k\n": "v"}, '{"k\\n": "v"}'),
-        (1.5, "1.5"),
-        (3.0, "3.0"),
-        (-0.0, "-0.0"),
-        (0.0, "0.0"),
-        (0.1, "0.1"),
-        (1e100, "1e100"),
-        (-1.25e20, "-1.25e20"),
-        (1e14, "100000000000000.0"),
-        (1e15, "1e15"),
-        (123456789012345.6, "123456789012345.6"),
-        (1234567890123456.8, "1234567890123456.8"),
-        (1.2345678901234568e16, "1.2345678901234568e16"),
-        (1e-5, "0.00001"),
-        (1.25e-7, "0.000000125"),
-        (1e-15, "0.000000000000001"),
-        (1.5e15, "1.5e15"),
-        (-1.0, "-1.0"),
-        (100.0, "100.0"),
-        (1.5e-15, "0.0000000000000015"),
-        (1e-16, "1e-16"),
-        (2.5e-300, "2.5e-300"),
-        (5e-324, "5e-324"),
-        (1.7976931348623157e308, "1.7976931348623157e308"),
-    ],
-)
+TEXT_FORMS = [
+    ({"a": 1, "b": [1, 2]}, '{"a": 1, "b": [1, 2]}'),
+    ({"bb": 1, "a": {}, "c": []}, '{"a": {}, "c": [], "bb": 1}'),
+    ([], "[]"),
+    ([None, True, False, -7, 2**64 - 1], "[null, true, false, -7, 18446744073709551615]"),
+    ("plain é 😀", '"plain é 😀"'),
+    ('q"b\\s\b\f\n\r\t\x00\x01\x1f\x7f', '"q\\"b\\\\s\\b\\f\\n\\r\\t\\u0000\\u0001\\u001f\x7f"'),
+    ({"k\n": "v"}, '{"k\\n": "v"}'),
+    (1.5, "1.5"),
+    (3.0, "3.0"),
+    (-0.0, "-0.0"),
+    (0.0, "0.0"),
+    (0.1, "0.1"),
+    (1e100, "1e100"),
+    (-1.25e20, "-1.25e20"),
+    (1e14, "100000000000000.0"),
+    (1e15, "1e15"),
+    (123456789012345.6, "123456789012345.6"),
+    (1234567890123456.8, "1234567890123456.8"),
+    (1.2345678901234568e16, "1.2345678901234568e16"),
+    (1e-5, "0.00001"),
+    (1.25e-7, "0.000000125"),
+    (1e-15, "0.000000000000001"),
+    (1.5e15, "1.5e15"),
+    (-1.0, "-1.0"),
+    (100.0, "100.0"),
+    (1.5e-15, "0.0000000000000015"),
+    (1e-16, "1e-16"),
+    (2.5e-300, "2.5e-300"),
+    (5e-324, "5e-324"),
+    (1.7976931348623157e308, "1.7976931348623157e308"),
+]
+
+
+@pytest.mark.parametrize("value, text", TEXT_FORMS)
 def test_text_form(value, text):
     assert to_text(value) == text
 
@@ -772,11 +772,10 @@ def mysql_double_text(number: float) -> str:
     return body if "." in body or "e" in body else body + ".0"
 
 
-def test_mysql_double_text_follows_my_gcvt_at_the_edges():
-    """The test's own double printer, on the cases checked against MySQL's rules above."""
-    for number, text in [(1e15, "1e15"), (1e14, "100000000000000.0"), (1e-15, "0.000000000000001"),
-                         (1e-16, "1e-16"), (-0.0, "-0.0"), (1234567890123456.8, "1234567890123456.8")]:
-        assert mysql_double_text(number) == text == to_text(number)
+def test_mysql_text_prints_the_text_form_table():
+    """The test's own printer agrees with the hand-checked table of MySQL texts (opaque values aside)."""
+    for value, text in TEXT_FORMS:
+        assert mysql_text(value) == text
 
 
 @settings(max_examples=1000, deadline=None)
@@ -860,7 +859,11 @@ def realistic_documents(count: int, seed: int = 8132) -> list[bytes]:
             "score": rng.random() * 100,
             "active": rng.random() < 0.5,
             "tags": [f"tag{rng.randrange(50)}" for _ in range(rng.randrange(5))],
-            "address": {"street": f"{rng.randrange(1000)} Main St", "city": "Springfield", "zip": f"{rng.randrange(10**5):05d}"},
+            "address": {
+                "street": f"{rng.randrange(1000)} Main St",
+                "city": "Springfield",
+                "zip": f"{rng.randrange(10**5):05d}",
+            },
             "note": "lorem ipsum dolor " * rng.randrange(1, 10),
             "balance": rng.randrange(-(2**40), 2**40),
             "parent": None,
