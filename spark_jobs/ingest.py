@@ -74,6 +74,8 @@ RUNS_SCHEMA = pa.schema([
     pa.field("rows_per_table", pa.string()),
     pa.field("checkpoint", pa.string()),
     pa.field("quality", pa.string()),
+    pa.field("kind", pa.string()),
+    pa.field("interval", pa.list_(pa.string())),
 ])
 
 
@@ -96,7 +98,9 @@ class IngestResult:
     ``ends`` gives, per input file name, the position the run read it up to
     (the end of its last complete transaction); ``quality`` is the outcome of
     the validation (:meth:`spark_jobs.validate.QualityOutcome.to_json`), None
-    when the run was not validated.
+    when the run was not validated. ``kind`` is ``ingest``, or ``backfill`` for
+    a run of :mod:`spark_jobs.backfill` (with its ``interval`` and the tables it
+    ``skipped``).
     """
 
     run_id: str
@@ -109,6 +113,9 @@ class IngestResult:
     ends: dict[str, int] = field(default_factory=dict)
     started: str = ""
     quality: dict | None = None
+    kind: str = "ingest"
+    interval: list[str] | None = None
+    skipped: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """JSON-serialisable; :meth:`from_json` reads it back."""
@@ -152,7 +159,7 @@ def run_id_of(inputs: Sequence[Input]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _primary_keys(decoded: DecodeResult) -> dict[tuple[str, str], list[str]]:
+def primary_keys(decoded: DecodeResult) -> dict[tuple[str, str], list[str]]:
     """Per table, the primary key columns of its latest table version (none: key on every column)."""
     keys: dict[tuple[str, str], list[str]] = {}
     if decoded.table_schemas is None:
@@ -243,6 +250,8 @@ def _write_run_record(out: Path, result: IngestResult) -> None:
         "rows_per_table": json.dumps(result.rows, sort_keys=True),
         "checkpoint": json.dumps(result.checkpoint, sort_keys=True),
         "quality": None if result.quality is None else json.dumps(result.quality, sort_keys=True),
+        "kind": result.kind,
+        "interval": result.interval,
     }
     folder = out / "metadata" / "runs"
     folder.mkdir(parents=True, exist_ok=True)
@@ -283,7 +292,7 @@ def prepare(
         spark, [i.path for i in inputs], work / "staging", target_bytes,
         start_positions={i.path: i.start for i in inputs},
     )
-    keys = _primary_keys(decoded)
+    keys = primary_keys(decoded)
     result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat())
     result.ends = {Path(path).name: position for path, position in decoded.resume_positions.items()}
     result.rows = _materialize_tables(spark, decoded, keys, root, out, run_id)
@@ -323,8 +332,11 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
         raise QualityFailed(run_id, result.quality)
     out = work / "out"
     _write_run_record(out, result)
-    publish.write_atomically(out / publish.CHECKPOINT, json.dumps(result.checkpoint, indent=1, sort_keys=True))
-    publish.commit(root, out, run_id)
+    if result.kind == "backfill":  # its day partitions replace the old ones; the checkpoint stays
+        publish.commit(root, out, run_id, replaced=publish.REPLACED_FOLDERS + (publish.DAY_PARTITIONS,))
+    else:
+        publish.write_atomically(out / publish.CHECKPOINT, json.dumps(result.checkpoint, indent=1, sort_keys=True))
+        publish.commit(root, out, run_id)
     shutil.rmtree(work, ignore_errors=True)
     _remove_if_empty(root / RUNS_FOLDER)
     return result

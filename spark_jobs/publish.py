@@ -40,6 +40,7 @@ CHECKPOINT = Path("metadata") / "checkpoint.json"
 # Folders replaced whole at a commit (each table's current rows, the merged table versions);
 # every other file is added.
 REPLACED_FOLDERS = ("current/*/*", "metadata/table_schemas")
+DAY_PARTITIONS = "changes/*/*/commit_date=*"  # replaced whole too by a backfill (spark_jobs.backfill)
 
 
 @dataclass(frozen=True)
@@ -74,11 +75,11 @@ def _replace_folder(source: Path, target: Path) -> None:
     shutil.rmtree(retired, ignore_errors=True)
 
 
-def plan_moves(run_folder: Path) -> list[Move]:
-    """The moves that publish ``run_folder``: whole :data:`REPLACED_FOLDERS`, every other file one
-    by one, the checkpoint last."""
+def plan_moves(run_folder: Path, replaced: tuple[str, ...] = REPLACED_FOLDERS) -> list[Move]:
+    """The moves that publish ``run_folder``: the folders matching ``replaced`` whole, every other
+    file one by one, the checkpoint last."""
     moves, checkpoint = [], None
-    replaced = sorted(folder for pattern in REPLACED_FOLDERS for folder in run_folder.glob(pattern) if folder.is_dir())
+    replaced = sorted(folder for pattern in replaced for folder in run_folder.glob(pattern) if folder.is_dir())
     for folder in replaced:
         moves.append(Move(str(folder), str(folder.relative_to(run_folder)), replace_folder=True))
     for path in sorted(p for p in run_folder.rglob("*") if p.is_file()):
@@ -104,11 +105,11 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def commit(warehouse: Path, run_folder: Path, run_id: str) -> int:
+def commit(warehouse: Path, run_folder: Path, run_id: str, replaced: tuple[str, ...] = REPLACED_FOLDERS) -> int:
     """Publish ``run_folder`` into ``warehouse``; returns the number of moves. See the module text."""
     warehouse, run_folder = Path(warehouse), Path(run_folder)
     recover(warehouse)
-    moves = plan_moves(run_folder)
+    moves = plan_moves(run_folder, replaced)
     journal = warehouse / JOURNAL / f"{run_id}.json"
     write_atomically(journal, json.dumps([vars(move) for move in moves], indent=1))
     _apply(warehouse, journal)

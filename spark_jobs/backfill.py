@@ -1,0 +1,192 @@
+"""Backfill: rebuild the ``changes/`` partitions of past days from their binlogs.
+
+A normal run (:mod:`spark_jobs.ingest`) reads what is new after the checkpoint.
+A backfill run is given an interval ``[start, end)`` instead (an Airflow data
+interval) and reprocesses the binlogs whose transactions committed in it:
+
+1. **Days.** Changes are partitioned by the UTC day of their commit, so the unit
+   rebuilt is a day: every day the interval touches.
+2. **Files.** ``metadata/transactions`` says which binlog files hold transactions
+   committed on those days; they are decoded again, whole, from the source folder.
+3. **Previous state.** For each table, the state of every key when the first day
+   starts is read from the warehouse's own ``changes/`` before that day: the
+   latest change of each key, unless it deleted the key or moved it to another
+   key (an update of the primary key).
+4. **Fold.** The row images committed on those days are folded onto that state
+   (:func:`spark_jobs.materialize.materialize`), giving the days' full
+   after-images again.
+5. **Publish** (:func:`spark_jobs.ingest.publish_run`): each rebuilt
+   ``changes/<db>/<table>/commit_date=<day>/`` folder replaces the old one whole,
+   so a backfill never adds duplicates. ``current/``, the checkpoint and the other
+   metadata tables are left as they are: a backfill never moves the warehouse's
+   state backwards, it only rewrites history.
+
+Tables without a primary key are skipped (logged and listed in the run's
+``skipped`` tables): the state of a multiset of indistinguishable rows at a
+point in time cannot be told from its changes alone. Their partitions are left
+as they were. A backfill of an interval in which nothing committed does nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+from datetime import date, datetime, time as clock, timedelta, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from spark_jobs import publish
+from spark_jobs.decode import DEFAULT_TARGET_BYTES, decode
+from spark_jobs.ingest import RUN_FILE, IngestResult, Input, primary_keys, work_folder
+from spark_jobs.layout import table_folder
+from spark_jobs.materialize import COMMIT_DATE, ORDER, materialize
+
+log = logging.getLogger(__name__)
+
+BACKFILL = "backfill"
+
+
+def interval_days(start: datetime, end: datetime) -> list[date]:
+    """The UTC days that ``[start, end)`` touches, in order (an empty interval touches none)."""
+    start, end = start.astimezone(timezone.utc), end.astimezone(timezone.utc)
+    if end <= start:
+        return []
+    last = (end - timedelta(microseconds=1)).date()
+    return [start.date() + timedelta(days=n) for n in range((last - start.date()).days + 1)]
+
+
+def files_of_days(warehouse: Path, days: list[date]) -> list[str]:
+    """The binlog file names holding a transaction committed on one of ``days``, from
+    ``metadata/transactions``, in log order."""
+    folder = Path(warehouse) / "metadata" / "transactions"
+    paths = sorted(folder.glob("*.parquet"))
+    if not paths or not days:
+        return []
+    index = pa.concat_tables(pq.read_table(path, columns=["file", "seq", "commit_ts"]) for path in paths)
+    lo, hi = _day_bounds(days)
+    hits = index.filter(pc.and_(pc.greater_equal(index["commit_ts"], lo), pc.less(index["commit_ts"], hi)))
+    return sorted(set(hits["file"].to_pylist()), key=lambda name: (name.rsplit(".", 1)[0], name))
+
+
+def _day_bounds(days: list[date]) -> tuple[pa.Scalar, pa.Scalar]:
+    """The first day's start and the last day's end, as UTC timestamps."""
+    kind = pa.timestamp("us", tz="UTC")
+    start = datetime.combine(days[0], clock(), timezone.utc)
+    end = datetime.combine(days[-1] + timedelta(days=1), clock(), timezone.utc)
+    return pa.scalar(start, kind), pa.scalar(end, kind)
+
+
+def prepare_backfill(
+    source: str,
+    warehouse: str,
+    *,
+    start: datetime,
+    end: datetime,
+    spark,
+    target_bytes: int = DEFAULT_TARGET_BYTES,
+    source_key: str | None = None,
+) -> IngestResult:
+    """Steps 1 to 4 into the run's work folder; nothing is published (see the module text).
+    The result is saved like :func:`spark_jobs.ingest.prepare`'s, so that
+    :func:`~spark_jobs.ingest.validate_run` and :func:`~spark_jobs.ingest.publish_run` take it."""
+    started, timer = datetime.now(timezone.utc), time.monotonic()
+    root, source_key = Path(warehouse).resolve(), source_key or str(Path(source).resolve())
+    publish.recover(root)
+    days = interval_days(start, end)
+    names = files_of_days(root, days)
+    result = IngestResult("", source=source_key, kind=BACKFILL, interval=[start.isoformat(), end.isoformat()])
+    if not names:
+        log.info("backfill %s - %s: no transaction committed in it", start, end)
+        return result
+    inputs = [Input(str(_source_file(source, name)), 0) for name in names]
+    result.run_id = _run_id(days, inputs)
+    result.inputs, result.started = inputs, started.isoformat()
+    work = work_folder(root, result.run_id)
+    shutil.rmtree(work, ignore_errors=True)
+    log.info("backfill %s: days %s from %d files", result.run_id, ", ".join(map(str, days)), len(inputs))
+    decoded = decode(spark, [i.path for i in inputs], work / "staging", target_bytes)
+    result.bytes = decoded.bytes
+    keys = primary_keys(decoded)
+    for (database, table), images in sorted(decoded.images.items()):
+        name = f"{database}.{table}"
+        key = keys.get((database, table))
+        if not key:
+            log.warning("%s has no primary key: its changes are not rebuilt", name)
+            result.skipped.append(name)
+            continue
+        within = _images_on_days(images, days, work / "days")
+        if within:
+            prior = _state_before(spark, root, database, table, key, days[0], work / "prior")
+            done = materialize(
+                spark, within, database=database, table=table, key_columns=key, current=prior,
+                target=str(work / "out"), run_name=result.run_id,
+            )
+            result.rows[name] = done.changes_rows
+    shutil.rmtree(work / "out" / "current", ignore_errors=True)  # a backfill leaves current/ as it is
+    for scratch in ("staging", "days", "prior"):
+        shutil.rmtree(work / scratch, ignore_errors=True)
+    result.checkpoint = publish.read_checkpoint(root)
+    result.seconds = time.monotonic() - timer
+    publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
+    return result
+
+
+def _source_file(source: str, name: str) -> Path:
+    path = Path(source) / name
+    if not path.is_file():
+        raise FileNotFoundError(f"backfill needs {name}, which {source} no longer holds")
+    return path
+
+
+def _run_id(days: list[date], inputs: list[Input]) -> str:
+    text = json.dumps([[str(day) for day in days], [(i.name, Path(i.path).stat().st_size) for i in inputs]])
+    return f"{BACKFILL}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def _images_on_days(images: list[str], days: list[date], folder: Path) -> list[str]:
+    """Copies of the staged image files holding only the rows committed on ``days``."""
+    lo, hi = _day_bounds(days)
+    kept = []
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, path in enumerate(images):
+        rows = pq.read_table(path)
+        rows = rows.filter(pc.and_(pc.greater_equal(rows["_commit_ts"], lo), pc.less(rows["_commit_ts"], hi)))
+        if rows.num_rows:
+            target = folder / f"{n:06d}-{Path(path).name}"
+            pq.write_table(rows, target)
+            kept.append(str(target))
+    return kept
+
+
+def _state_before(spark, root: Path, database: str, table: str, key: list[str], day: date, folder: Path) -> str | None:
+    """The state of every key of the table when ``day`` starts, as a folder in the form of
+    ``current/`` (None when the warehouse holds no earlier change of the table)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    changes = table_folder(root, "changes", database, table)
+    earlier = sorted(p for p in Path(changes).glob(f"{COMMIT_DATE}=*") if p.name.split("=", 1)[1] < str(day))
+    if not earlier:
+        return None
+    rows = spark.read.option("mergeSchema", "true").parquet(*map(str, earlier))
+    moved_away = (  # an update that gives a row another key ends the old key: a tombstone for it
+        rows.filter((F.col("_op") == "u") & ~F.struct(*key).eqNullSafe(F.struct(*[F.col(f"_before.{c}") for c in key])))
+        .select(*[F.col(f"_before.{c}").alias(c) for c in key], *ORDER, F.lit(True).alias("__gone"))
+    )
+    events = rows.select("*", (F.col("_op") == "d").alias("__gone"))
+    order = [F.col(name).desc_nulls_last() for name in ORDER]
+    latest = (
+        events.unionByName(moved_away, allowMissingColumns=True)
+        .withColumn("__n", F.row_number().over(Window.partitionBy(*key).orderBy(*order)))
+        .filter((F.col("__n") == 1) & ~F.col("__gone"))
+        .drop("__n", "__gone", COMMIT_DATE)
+    )
+    target = str(folder / f"{database}.{table}")
+    latest.write.mode("overwrite").parquet(target)
+    return target
