@@ -50,11 +50,15 @@ Outputs, for one table, under a run folder laid out like the warehouse
   contract columns; the rows of keys this run does not touch are copied.
 
 Partial JSON (WL#2955): a column in ``_partial_columns`` arrived as a diff
-(``_partial_diffs``) that this step does not apply yet. Its value stays the
-previous state's (so a reader sees the last whole document known) and the
-column is named in ``_incomplete_columns`` from then on, until a change carries
-the whole document again. A later step that applies diffs can rebuild those
-values from the previous state and ``_partial_diffs``.
+vector (``_partial_diffs``). It is applied (:func:`binlog_codec.json_diff.apply`)
+to the previous document of the row -- the before-image's when it carries the
+column, else the previous state's -- giving the whole document after the
+update, in MySQL's text form. Without a previous document (the key has no known
+state, or its document is itself incomplete) the column keeps the previous value
+and is named in ``_incomplete_columns`` until a change carries the whole
+document again. A diff that does not fit the previous document (a path that is
+not there) is an error naming the table, column and position: never a guess
+(WL#2955 §7).
 
 Zero dates and other values Parquet cannot hold travel with their value: a column
 taken from an earlier change (or from ``current``) keeps that change's
@@ -145,6 +149,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
+from binlog_codec import json_binary, json_diff, json_text
 from binlog_codec.arrow import BEFORE_PREFIX
 
 from .layout import table_folder
@@ -154,6 +159,7 @@ log = logging.getLogger(__name__)
 # Change columns of the warehouse contract this step reads or writes.
 FIRST_CHANGE_COLUMN = "_op"
 OP, BEFORE, PRESENT, PARTIAL = "_op", "_before", "_present_columns", "_partial_columns"
+DIFFS = "_partial_diffs"
 UNREPRESENTABLE, INCOMPLETE, COMMIT_TS = "_unrepresentable", "_incomplete_columns", "_commit_ts"
 INNER_OFFSET = "_binlog_inner_offset"
 ORDER = ("_binlog_seq", "_binlog_file", "_binlog_pos", INNER_OFFSET, "_row_index")
@@ -403,8 +409,9 @@ def _keys(arrays: list[pa.Array], convert: bool) -> list[tuple]:
 
 class _Entry:
     """The state of one row: per image column a pointer to the value (row r's after-image:
-    r; its before-image: n + r; unknown: -1), the columns whose value is stale (partial
-    JSON), the table version, and the output row it was last written to."""
+    r; its before-image: n + r; the k-th document a diff vector gave the column: 2n + k;
+    unknown: -1), the columns whose value is stale (partial JSON without a previous
+    document), the table version, and the output row it was last written to."""
 
     __slots__ = ("pointers", "stale", "version", "out")
 
@@ -432,6 +439,8 @@ class _Fold:
         self.partial_ids, self.partial_shapes = _list_shapes(table.column(PARTIAL))
         self.incomplete_ids, self.incomplete_shapes = _list_shapes(table.column(INCOMPLETE))
         self.unrepresentable = _sparse_maps(table.column(UNREPRESENTABLE))
+        self.diffs = _sparse_maps(table.column(DIFFS))
+        self.applied: dict[int, list[str]] = {}  # per column, the documents diff vectors gave it
         convert = any(pa.types.is_nested(self.after[j].type) for j in self.key_index)
         self.keys_after = _keys([self.after[j] for j in self.key_index], convert)
         self.keys_before = _keys([self.before[j] for j in self.key_index], convert)
@@ -531,9 +540,38 @@ class _Fold:
         for j in whole:
             pointers[j] = r
             stale.discard(j)
-        stale.update(partial)  # the previous value stays, incomplete until diffs are applied
+        for j in partial:
+            if j in stale or pointers[j] < 0:
+                stale.add(j)  # no previous document: the previous value stays, incomplete
+            else:
+                pointers[j] = self._apply(r, j, pointers[j])
         key_after = tuple(a if carried else b for a, b, carried in zip(self.keys_after[r], key_before, key_present))
         self._put(key_after, _Entry(pointers, stale, version, self._emit(r, pointers, stale)))
+
+    def _value(self, pointer: int, j: int) -> Any:
+        if pointer < self.n:
+            return self.after[j][pointer].as_py()
+        if pointer < 2 * self.n:
+            return self.before[j][pointer - self.n].as_py()
+        return self.applied[j][pointer - 2 * self.n]
+
+    def _apply(self, r: int, j: int, previous: int) -> int:
+        """Row ``r``'s diff vector of column ``j`` applied to the document at ``previous``; the
+        pointer to the new document."""
+        name = self.plan.image[j]
+        document = self._value(previous, j)
+        try:
+            if document is None:
+                raise json_diff.JsonDiffError("the previous value is NULL, not a document", column=name)
+            diffs = json_diff.decode_diffs(self.diffs[r][name], column=name)
+            text = json_binary.to_text(json_diff.apply(json_text.from_text(document), diffs, column=name))
+        except (json_diff.JsonDiffError, ValueError) as exc:
+            message = str(exc) if isinstance(exc, json_diff.JsonDiffError) else f"column {name}: {exc}"
+            where = ", ".join(f"{c} {self.table.column(c)[r].as_py()}" for c in ("_binlog_file", "_binlog_pos", "_row_index"))
+            raise ValueError(f"{message} ({where})") from None
+        documents = self.applied.setdefault(j, [])
+        documents.append(text)
+        return 2 * self.n + len(documents) - 1
 
     def _delete(self, r: int, version: int) -> None:
         pointers, stale = self._previous(self._take(self.keys_before[r]), version)
@@ -559,7 +597,10 @@ class _Fold:
     def _image_columns(self, pointers: np.ndarray) -> list[pa.Array]:
         columns = []
         for j in range(self.m):
-            values = pa.concat_arrays([self.after[j], self.before[j]])
+            parts = [self.after[j], self.before[j]]
+            if j in self.applied:
+                parts.append(pa.array(self.applied[j], type=self.after[j].type))
+            values = pa.concat_arrays(parts)
             index = pointers[:, j]
             columns.append(values.take(pa.array(index, mask=index < 0)))
         return columns
@@ -584,7 +625,8 @@ class _Fold:
             has_text = np.zeros(2 * self.n, dtype=bool)
             has_text[list(self.unrepresentable)] = True
             has_text[[self.n + r for r in self.unrepresentable]] = True
-            flagged = has_text[np.where(pointers >= 0, pointers, 0)] & (pointers >= 0)
+            inputs = (pointers >= 0) & (pointers < 2 * self.n)  # an applied document has no text
+            flagged = has_text[np.where(inputs, pointers, 0)] & inputs
             for i in np.flatnonzero(flagged.any(axis=1) | has_text[rows]).tolist():
                 found = [(self.plan.image[j], self._text(int(pointers[i, j]), j)) for j in np.flatnonzero(flagged[i])]
                 own = self.unrepresentable.get(int(rows[i]), {})

@@ -3,7 +3,7 @@
 * The fold's rules (WL#5092 image contents), in memory: MINIMAL updates rebuilt
   from an earlier insert, NOBLOB blobs kept, primary key changes, delete then
   re-insert, unknown previous state named in ``_incomplete_columns``, zero dates
-  carried along, partial JSON left as it was and named incomplete, folding onto
+  carried along, partial JSON diffs applied to the previous document, folding onto
   an existing ``current``, tables without a primary key, table versions with
   added, dropped and widened columns.
 * Properties: random change sequences under random row images, folded in one
@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -33,6 +34,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from binlog_codec.arrow import ImageBatchBuilder
+from binlog_codec.json_diff import JsonDiff, encode_diffs
 from binlog_codec.rows import RowChange, RowRecord, read_rows
 from binlog_codec.table_map import Column, ColumnType, TableMap
 from fixture_facts import path
@@ -192,19 +194,44 @@ def test_zero_dates_are_carried_along_the_fold():
     assert dict(update["_unrepresentable"]) == {"born": "2021-04-00", "_before.born": "2021-04-00"}
 
 
-def test_partial_json_keeps_the_previous_document_and_is_incomplete():
+def test_partial_json_is_applied_to_the_previous_document():
     log = Log()
-    diff = b"\x00\x04$.a\x03\x05\x02\x00"
+    diff = encode_diffs([JsonDiff("REPLACE", "$.a", 2), JsonDiff("INSERT", '$."new key"', [1, "x"])])
     records = [
         log.insert(**FULL),
         log.update({"id": 1}, {"doc": diff, "qty": 3}, partial=["doc"]),
         log.update({"id": 1}, {"name": "ink"}),
+        log.update({"id": 1}, {"doc": encode_diffs([JsonDiff("REMOVE", "$.a")])}, partial=["doc"]),
         log.update({"id": 1}, {"doc": {"a": 3}}),
     ]
     changes = materialize_tables([staged(records)], ["id"]).changes.to_pylist()
-    assert [row["doc"] for row in changes] == ['{"a": 1}', '{"a": 1}', '{"a": 1}', '{"a": 3}']
-    assert [row[INCOMPLETE] for row in changes] == [[], ["doc"], ["doc"], []]
+    assert [row["doc"] for row in changes] == [
+        '{"a": 1}', '{"a": 2, "new key": [1, "x"]}', '{"a": 2, "new key": [1, "x"]}', '{"new key": [1, "x"]}',
+        '{"a": 3}',
+    ]
+    assert [row[INCOMPLETE] for row in changes] == [[], [], [], [], []]
     assert dict(changes[1]["_partial_diffs"]) == {"doc": diff} and changes[1]["qty"] == 3
+
+
+def test_partial_json_without_a_previous_document_is_incomplete_until_a_whole_one():
+    log = Log()
+    diff = encode_diffs([JsonDiff("REPLACE", "$.a", 2)])
+    records = [
+        log.update({"id": 1}, {"doc": diff}, partial=["doc"]),  # the key's earlier changes are not in the log
+        log.update({"id": 1}, {"doc": diff}, partial=["doc"]),
+        log.update({"id": 1}, {"doc": {"a": 3}}),
+        log.update({"id": 1}, {"doc": diff}, partial=["doc"]),
+    ]
+    changes = materialize_tables([staged(records)], ["id"]).changes.to_pylist()
+    assert [row["doc"] for row in changes] == [None, None, '{"a": 3}', '{"a": 2}']
+    assert [("doc" in row[INCOMPLETE]) for row in changes] == [True, True, False, False]
+
+
+def test_a_diff_that_does_not_fit_the_previous_document_is_an_error_naming_where():
+    log = Log()
+    records = [log.insert(**FULL), log.update({"id": 1}, {"doc": encode_diffs([JsonDiff("REMOVE", "$.gone")])}, partial=["doc"])]
+    with pytest.raises(ValueError, match=r"column doc.*\$\.gone.*_binlog_pos"):
+        materialize_tables([staged(records)], ["id"])
 
 
 V1 = table_map("items", [ID, NAME, QTY, PHOTO])
@@ -482,9 +509,10 @@ def test_fixture_partial_json_updates():
     result = materialize_tables(fixture_batches("blackbeam__rust_mysql_common/json.binlog.000001", "mysql", "t"), ["@1"])
     current = by_key(result.current, "@1")
     assert {k: (row["@3"], row["@4"], row[INCOMPLETE]) for k, row in current.items()} == {
-        1: ("Joe", 26, ["@2"]), 2: ("Sue", 34, ["@2"]), 3: ("Pete", 42, ["@2"]),
-        4: ("Joe", 26, ["@2"]), 5: ("Sue", 34, ["@2"]), 6: ("Pete", 42, ["@2"])}
-    assert '"age": 25' in current[1]["@2"]  # the last whole document, not yet the diff's
+        1: ("Joe", 26, []), 2: ("Sue", 34, []), 3: ("Pete", 42, []),
+        4: ("Joe", 26, []), 5: ("Sue", 34, []), 6: ("Pete", 42, [])}
+    # the diff REPLACE $.age applied: the document's age is the one the server's generated column @4 computed
+    assert all(json.loads(row["@2"])["age"] == row["@4"] for row in current.values())
 
 
 CRC32 = "osheroff__mysql-binlog-connector-java/mysql-bin.checksum-crc32"
