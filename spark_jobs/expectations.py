@@ -344,12 +344,23 @@ def failure_line(result: Any) -> str:
     what failed, in which columns, and an example of the bad data."""
     config = result.expectation_config
     check = (config.meta or {}).get("check", config.type)
-    if result.exception_info and result.exception_info.get("raised_exception"):
-        message = (result.exception_info.get("exception_message") or "").strip().splitlines()
-        return f"{check} check could not run: {message[0] if message else 'unknown error'}"
+    error = _exception(result.exception_info or {})
+    if error is not None:
+        return f"{check} check could not run: {error}"
     observed = (result.result or {}).get("observed_value")
     rows = ((result.result or {}).get("details") or {}).get("unexpected_rows") or []
     return _EXPLAIN[check]((config.meta or {}) | config.kwargs, observed, rows)
+
+
+def _exception(info: dict) -> str | None:
+    """The first line of the error that stopped an expectation, if one did. Great Expectations
+    gives one error, or one per metric it could not compute (keyed by the metric)."""
+    errors = [info] if "raised_exception" in info else list(info.values())
+    for error in errors:
+        if isinstance(error, dict) and error.get("raised_exception"):
+            lines = (error.get("exception_message") or "").strip().splitlines()
+            return lines[0] if lines else "unknown error"
+    return None
 
 
 def _at(row: dict) -> str:

@@ -199,17 +199,21 @@ def unknown_operation(run: Path) -> None:
     rewrite(run, "temporal", lambda d: with_value(d, "_op", lambda v: v == "u", lambda v: "x"))
 
 
+def with_schema_changed(run: Path, table: str, change: Callable[[pa.Table], pa.Table]) -> None:
+    """Every changes file of the table rewritten with ``change``, without the Spark schema the
+    footer carries (it would win over the file's own schema when Spark reads it)."""
+    for file in change_files(run, table):
+        pq.write_table(change(pq.read_table(file)).replace_schema_metadata(None), file)
+
+
 def dropped_column(run: Path) -> None:
-    for file in change_files(run, "bytes"):
-        data = pq.read_table(file)
-        pq.write_table(data.drop_columns(["vb"]), file)
+    with_schema_changed(run, "bytes", lambda d: d.drop_columns(["vb"]))
 
 
 def changed_type(run: Path) -> None:
-    for file in change_files(run, "numbers"):
-        data = pq.read_table(file)
-        index = data.schema.get_field_index("i")
-        pq.write_table(data.set_column(index, pa.field("i", pa.int64()), data["i"].cast(pa.int64())), file)
+    with_schema_changed(run, "numbers", lambda d: d.set_column(
+        d.schema.get_field_index("i"), pa.field("i", pa.int64()), d["i"].cast(pa.int64()),
+    ))
 
 
 def row_missing(run: Path) -> None:
