@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from airflow.sdk import CronDataIntervalTimetable, Param, Variable, dag, get_current_context, task
+from airflow.sdk import CronDataIntervalTimetable, Param, Variable, chain, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 SOURCE_VARIABLE = "binlake_source_uri"
@@ -64,7 +64,7 @@ PARAMS = {
 )
 def binlog_ingest():
     @task
-    def discover(data_interval_start=None, data_interval_end=None) -> dict:
+    def discover() -> dict:
         """Resolves the run's source, warehouse and Spark master; lists what is new after the checkpoint."""
         from plugins import ingest_tasks
 
@@ -73,9 +73,7 @@ def binlog_ingest():
         if not source:
             raise AirflowFailException(f"no source: set the source_uri parameter or the Variable {SOURCE_VARIABLE}")
         warehouse = ingest_tasks.warehouse_of(params["warehouse_uri"])
-        found = ingest_tasks.discover(source, warehouse)
-        interval = [str(data_interval_start), str(data_interval_end)]
-        return {**found, "spark_master": params["spark_master"], "interval": interval}
+        return {**ingest_tasks.discover(source, warehouse), "spark_master": params["spark_master"]}
 
     @task
     def stage(discovered: dict) -> dict:
@@ -87,13 +85,13 @@ def binlog_ingest():
         return ingest_tasks.stage_source(discovered["source"], discovered["warehouse"])
 
     @task
-    def decode_and_materialize(discovered: dict, staged: dict) -> dict:
+    def decode_and_materialize(discovered: dict, data_interval_start=None, data_interval_end=None) -> dict:
         """Spark: the staged files after the checkpoint into the run's work folder."""
         from plugins import ingest_tasks
 
         return ingest_tasks.decode_and_materialize(
             discovered["source"], discovered["warehouse"], discovered["spark_master"],
-            interval=tuple(discovered["interval"]),
+            interval=(str(data_interval_start), str(data_interval_end)),
         )
 
     @task
@@ -108,7 +106,7 @@ def binlog_ingest():
             raise AirflowFailException(str(failed)) from failed
 
     @task
-    def publish(discovered: dict, prepared: dict, quality: dict | None) -> dict | None:
+    def publish(discovered: dict, prepared: dict) -> dict | None:
         """The atomic commit of the run's data and the new checkpoint."""
         from plugins import ingest_tasks
 
@@ -123,10 +121,11 @@ def binlog_ingest():
 
     discovered = discover()
     staged = stage(discovered)
-    prepared = decode_and_materialize(discovered, staged)
+    prepared = decode_and_materialize(discovered)
     quality = validate(discovered, prepared)
-    published = publish(discovered, prepared, quality)
-    published >> report(discovered, prepared, quality)
+    published = publish(discovered, prepared)
+    reported = report(discovered, prepared, quality)
+    chain(discovered, staged, prepared, quality, published, reported)
 
 
 binlog_ingest()

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -108,9 +110,10 @@ def run_records(warehouse: Path) -> list[dict]:
 # ---------------------------------------------------------------- running the DAG
 
 
-def run_dag(env: dict[str, str], conf: dict, *, logical_date: datetime | None = None,
+def run_dag(env: dict[str, str], conf: dict, log: Path, *, logical_date: datetime | None = None,
             kill_commit_once: bool = False) -> dict:
-    """One DAG run in a subprocess; returns its state, each task's state and tries, and the report."""
+    """One DAG run in a subprocess, its output kept in ``log``; returns its state, each task's state
+    and tries, and the report."""
     request = {
         "conf": conf,
         "logical_date": logical_date.isoformat() if logical_date else None,
@@ -120,11 +123,12 @@ def run_dag(env: dict[str, str], conf: dict, *, logical_date: datetime | None = 
         [sys.executable, __file__, json.dumps(request)],
         env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=RUN_TIMEOUT,
     )
+    log.write_text(done.stdout + done.stderr, encoding="utf-8")
     results = [line[len(RESULT_MARK):] for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
     if done.returncode != 0 or not results:
-        raise AssertionError(f"the DAG run did not finish (exit {done.returncode}):\n"
+        raise AssertionError(f"the DAG run did not finish (exit {done.returncode}), see {log}:\n"
                              f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}")
-    return json.loads(results[-1])
+    return {**json.loads(results[-1]), "log": str(log)}
 
 
 def main(request: dict) -> None:
@@ -138,10 +142,13 @@ def main(request: dict) -> None:
     if request["kill_commit_once"]:
         _kill_the_first_commit_half_way()
     logical_date = datetime.fromisoformat(request["logical_date"]) if request["logical_date"] else None
+    started = time.monotonic()
     run = dag.test(run_conf=request["conf"], **({"logical_date": logical_date} if logical_date else {}))
+    seconds = time.monotonic() - started
     tasks = {ti.task_id: {"state": str(ti.state), "tries": ti.try_number} for ti in run.get_task_instances()}
     outcome = {
         "state": str(run.state),
+        "seconds": round(seconds, 1),
         "tasks": tasks,
         "interval": [str(run.data_interval_start), str(run.data_interval_end)],
         "report": _return_value(run, "report"),
@@ -216,8 +223,8 @@ def airflow_env(tmp_path_factory, s3_server) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def story(airflow_env, s3_server, tmp_path_factory) -> dict:
-    """The four runs of the module text; per step, the DAG run's outcome and the warehouse files
-    after it, plus what the binlogs hold."""
+    """The four runs of the module text; per step, the DAG run's outcome, a copy of the warehouse
+    after it and its files' bytes; and the row changes the binlogs hold."""
     first, second = SAMPLES
     cut = transaction_boundary(first, 5)
     assert 0 < cut < first.stat().st_size
@@ -227,20 +234,22 @@ def story(airflow_env, s3_server, tmp_path_factory) -> dict:
     warehouse = tmp_path_factory.mktemp("warehouse")
     conf = {"source_uri": f"s3://{bucket}/binlogs", "warehouse_uri": warehouse.as_uri(), "spark_master": "local[2]"}
 
-    steps = {"first": run_dag(airflow_env, conf)}
-    steps["first"]["files"] = warehouse_files(warehouse)
-    steps["nothing new"] = run_dag(airflow_env, conf)
-    steps["nothing new"]["files"] = warehouse_files(warehouse)
+    snapshots = tmp_path_factory.mktemp("snapshots")
+    steps = {}
+
+    def run(step: str, **options) -> None:
+        steps[step] = run_dag(airflow_env, conf, snapshots / f"{step.replace(' ', '_')}.log", **options)
+        steps[step]["warehouse"] = shutil.copytree(warehouse, snapshots / step.replace(" ", "_"))
+        steps[step]["files"] = warehouse_files(warehouse)
+
+    run("first")
+    run("nothing new")
     client.upload_file(str(first), bucket, f"binlogs/{first.name}")
     client.upload_file(str(second), bucket, f"binlogs/{second.name}")
-    steps["new and grown"] = run_dag(airflow_env, conf, kill_commit_once=True)
-    steps["new and grown"]["files"] = warehouse_files(warehouse)
-    steps["backfill"] = run_dag(airflow_env, conf, logical_date=BACKFILL_DATE)
-    steps["backfill"]["files"] = warehouse_files(warehouse)
+    run("new and grown", kill_commit_once=True)
+    run("backfill", logical_date=BACKFILL_DATE)
     return {
         "steps": steps,
-        "warehouse": warehouse,
-        "source": conf["source_uri"],
         "before_cut": logged_changes(first, cut),
         "all": logged_changes(first) + logged_changes(second),
     }
@@ -251,8 +260,10 @@ def table_counts(changes: list) -> dict[str, int]:
 
 
 def assert_succeeded(step: dict, ran: set[str]) -> None:
+    """The run succeeded, and exactly the tasks ``ran`` did their work (the others were skipped)."""
     states = {task: info["state"] for task, info in step["tasks"].items()}
-    assert step["state"] == "success", states
+    errors = [line for line in Path(step["log"]).read_text(encoding="utf-8").splitlines() if "[error" in line]
+    assert step["state"] == "success", (states, step["log"], errors[:5])
     assert {task for task, state in states.items() if state == "success"} == ran, states
 
 
@@ -260,7 +271,8 @@ ALL_TASKS = {"discover", "stage", "decode_and_materialize", "validate", "publish
 
 
 def test_the_first_run_ingests_every_row_change_of_the_binlog(story):
-    step, warehouse = story["steps"]["first"], story["warehouse"]
+    step = story["steps"]["first"]
+    warehouse = step["warehouse"]
     assert_succeeded(step, ALL_TASKS)
     expected = table_counts(story["before_cut"])
     assert expected and step["report"]["rows"] == expected
@@ -283,7 +295,8 @@ def test_a_run_with_nothing_new_skips_the_work_and_changes_nothing(story):
 
 
 def test_new_binlogs_and_a_grown_file_add_exactly_the_new_transactions(story):
-    step, warehouse = story["steps"]["new and grown"], story["warehouse"]
+    step = story["steps"]["new and grown"]
+    warehouse = step["warehouse"]
     assert_succeeded(step, ALL_TASKS)
     assert step["report"]["rows"] == {
         table: count - table_counts(story["before_cut"]).get(table, 0)
@@ -299,7 +312,8 @@ def test_new_binlogs_and_a_grown_file_add_exactly_the_new_transactions(story):
 
 
 def test_a_commit_killed_half_way_is_retried_and_publishes_once(story):
-    step, warehouse = story["steps"]["new and grown"], story["warehouse"]
+    step = story["steps"]["new and grown"]
+    warehouse = step["warehouse"]
     assert step["tasks"]["publish"]["tries"] == 2
     assert all(info["tries"] == 1 for task, info in step["tasks"].items() if task != "publish")
     runs = run_records(warehouse)
