@@ -105,9 +105,11 @@ NUMERIC_TYPES = frozenset(
         ColumnType.YEAR,
     }
 )
-# Types whose collation the (DEFAULT|COLUMN)_CHARSET fields record ("base class is blob for geometry").
+# Types whose collation the (DEFAULT|COLUMN)_CHARSET fields record ("base class is blob for geometry";
+# MySQL 9.0 counts VECTOR, a binary string, too).
 CHARACTER_TYPES = frozenset(
-    {ColumnType.STRING, ColumnType.VAR_STRING, ColumnType.VARCHAR, ColumnType.BLOB, ColumnType.GEOMETRY}
+    {ColumnType.STRING, ColumnType.VAR_STRING, ColumnType.VARCHAR, ColumnType.BLOB, ColumnType.GEOMETRY,
+     ColumnType.VECTOR}
 )
 ENUM_SET_TYPES = frozenset({ColumnType.ENUM, ColumnType.SET})
 BINARY_COLLATION = 63

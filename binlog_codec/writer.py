@@ -226,13 +226,9 @@ def _counted_text(text: str) -> bytes:
 
 
 def _charset_columns(columns: Sequence[Column]) -> list[tuple[Column, int | None]]:
-    """The columns DEFAULT_CHARSET / COLUMN_CHARSET cover and their collations. Besides the
-    character columns the server counts VECTOR columns, which are binary strings (MySQL 9.0)."""
-    return [
-        (column, BINARY_COLLATION if column.type_code == ColumnType.VECTOR else column.collation_id)
-        for column in columns
-        if _is_character(column) or column.type_code == ColumnType.VECTOR
-    ]
+    """The columns DEFAULT_CHARSET / COLUMN_CHARSET cover (VECTOR among them: a binary string
+    in MySQL 9.0) and their collations."""
+    return [(column, column.collation_id) for column in columns if _is_character(column)]
 
 
 def _charset_field(collations: Sequence[int | None], default_kind: int, per_column_kind: int) -> bytes:

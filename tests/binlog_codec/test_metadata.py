@@ -72,7 +72,7 @@ def test_mysql_types_mariadb_binlog_cannot_name():
     assert metadata_comment(bar, "mysql") == (
         "# Columns(`id` BIGINT UNSIGNED NOT NULL,\n"
         "#         `vector_column` VECTOR(2) NOT NULL,\n"
-        "#         `foo` BLOB,\n"
+        "#         `foo` TEXT CHARSET utf8mb4 COLLATE utf8mb4_0900_ai_ci,\n"  # CREATE TABLE bar(..., foo TEXT, ...)
         "#         `vector_column2` VECTOR(4) NOT NULL)\n"
         "# Primary Key(id)\n"
     )

@@ -45,7 +45,6 @@ from fixture_facts import good_files, path
 UTF8MB4 = 255
 # The decoder gives the TEXT column of vector.binlog's `bar` the binary collation: it leaves VECTOR
 # columns out of the columns DEFAULT_CHARSET covers, so the override (index 1 -> 255) lands nowhere.
-VECTOR_CHARSET_DECODING = "blackbeam__rust_mysql_common/vector.binlog"
 
 
 def _events(name: str):
@@ -89,14 +88,7 @@ def test_every_table_map_reencodes_from_its_parts(name):
     assert count > 0
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="decoder: VECTOR columns and DEFAULT_CHARSET"))
-        if name == VECTOR_CHARSET_DECODING else name
-        for name in _files_with(EventType.TABLE_MAP)
-    ],
-)
+@pytest.mark.parametrize("name", _files_with(EventType.TABLE_MAP))
 def test_every_table_map_reencodes_from_its_decoded_table(name):
     """Column metadata and the WL#4618 optional metadata, rebuilt from the :class:`TableMap`
     model: the server's field order and its choice of DEFAULT_CHARSET or COLUMN_CHARSET."""
