@@ -1,6 +1,6 @@
 # binlake: reproducible set-up, tests, demo and benchmark.
 #
-#   make demo    set up, then run the codec on the bundled sample binlog
+#   make demo    set up, then ingest the bundled sample binlogs with the Airflow DAG
 #   make test    set up, then run the test suite
 #   make airflow set up, then start a private Airflow with the binlake view
 #   make bench   set up, then run the benchmark (writes a JSON result file)
@@ -37,7 +37,7 @@ SAMPLES = $(sort $(wildcard samples/*.0*))
 .PHONY: help setup java chromium mariadb test demo bench airflow lock clean
 
 help:
-	@echo "make demo    run the codec on the bundled sample binlog"
+	@echo "make demo    ingest the sample binlogs from a local S3 server with the Airflow DAG"
 	@echo "make test    run the test suite"
 	@echo "make airflow start a private Airflow (UI with the binlake view)"
 	@echo "make bench   run the benchmark"
@@ -101,12 +101,10 @@ $(DEV_STAMP): $(LOCK_STAMP)
 test: setup mariadb chromium
 	$(VPY) -m pytest tests/
 
+# One real run of the binlog_ingest DAG on the samples (S3 server, Airflow, Spark,
+# Great Expectations), then a summary of the warehouse (state in .infra/demo).
 demo: setup
-	@if [ -z "$(SAMPLES)" ]; then \
-	  echo "no sample binlog found (expected samples/mariadb-bin.000001 ...)"; exit 1; \
-	fi
-	$(VENV)/bin/binlog-codec verify $(SAMPLES)
-	$(VENV)/bin/binlog-codec events $(SAMPLES)
+	bash infra/demo.sh
 
 bench: setup mariadb
 	$(VPY) benchmarks/run.py

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# make demo: one real run of the binlog_ingest Airflow DAG on the bundled samples.
+#
+#   1. starts a private S3-compatible server (infra/s3_server.sh), creates the
+#      bucket binlake-demo and uploads samples/mariadb-bin.* under binlogs/;
+#   2. points the Airflow connection binlake_s3 at it (AIRFLOW_CONN_BINLAKE_S3);
+#   3. runs the DAG once with `airflow dags test` (Airflow home .infra/demo/airflow
+#      with SQLite, warehouse .infra/demo/warehouse, Spark local[2]);
+#   4. stops the S3 server (also when something failed) and prints where the
+#      Parquet tables and the Data Docs are, with a few lines queried from them
+#      with DuckDB.
+#
+# Running it again is safe: the second run finds nothing new after the
+# warehouse's checkpoint, changes nothing, and prints the same summary.
+# Everything lives under .infra/demo/ (delete it to start over). S3_PORT picks the
+# server's port (default: a free one).
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+VPY="$REPO/.venv/bin/python"
+DEMO="$REPO/.infra/demo"
+BUCKET=binlake-demo
+PREFIX=binlogs
+WAREHOUSE="$DEMO/warehouse"
+S3_DIR="$DEMO/s3"
+LOG="$DEMO/dag_test.log"
+
+export AIRFLOW_HOME="$DEMO/airflow"
+export AIRFLOW__CORE__DAGS_FOLDER="$REPO/dags"
+export AIRFLOW__CORE__LOAD_EXAMPLES=False
+export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$AIRFLOW_HOME/airflow.db"
+export BINLAKE_STAGING_DIR="$DEMO/staging"
+export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
+export PYSPARK_PYTHON="${PYSPARK_PYTHON:-$VPY}"
+
+stop_s3() { PYTHON="$VPY" bash infra/s3_server.sh stop "$S3_DIR"; }
+
+start_s3() {
+  local port="${S3_PORT:-$("$VPY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}"
+  PYTHON="$VPY" bash infra/s3_server.sh start "$S3_DIR" "$port" | sed -n 's/^endpoint=//p'
+}
+
+upload_samples() {  # upload_samples ENDPOINT: the bucket with the sample binlogs
+  "$VPY" - "$1" "$BUCKET" "$PREFIX" samples/mariadb-bin.0* <<'EOF'
+import sys
+from pathlib import Path
+
+import boto3
+from botocore.config import Config
+
+endpoint, bucket, prefix, *files = sys.argv[1:]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="demo", aws_secret_access_key="demo",
+                  region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+s3.create_bucket(Bucket=bucket)
+for path in map(Path, files):
+    s3.upload_file(str(path), bucket, f"{prefix}/{path.name}")
+    print(f"    s3://{bucket}/{prefix}/{path.name} ({path.stat().st_size} bytes)")
+EOF
+}
+
+connection() {  # connection ENDPOINT: the binlake_s3 connection as Airflow reads it from the environment
+  printf '{"conn_type": "aws", "login": "demo", "password": "demo", "extra": {"endpoint_url": "%s", "region_name": "us-east-1"}}' "$1"
+}
+
+summary() {
+  "$VPY" - "$WAREHOUSE" <<'EOF'
+import json
+import sys
+from pathlib import Path
+
+import duckdb
+
+warehouse = Path(sys.argv[1])
+print(f"Parquet tables:  {warehouse}/changes, {warehouse}/current, {warehouse}/metadata")
+runs = duckdb.sql(f"select run_id, finished, rows, quality from read_parquet('{warehouse}/metadata/runs/*.parquet') "
+                  "order by finished").fetchall()
+for run_id, finished, rows, quality in runs:
+    outcome = json.loads(quality) if quality else None
+    state = "not validated" if outcome is None else ("passed" if outcome["success"] else "FAILED")
+    print(f"run {run_id} ({finished:%Y-%m-%d %H:%M:%S} UTC): {rows} row changes, quality {state}")
+    if outcome and outcome.get("data_docs"):
+        print(f"  Data Docs: {warehouse / outcome['data_docs']}")
+checkpoint = json.loads((warehouse / "metadata" / "checkpoint.json").read_text())
+for source, position in checkpoint.items():
+    print(f"checkpoint of {source}: {position['file']} at {position['position']}")
+
+print("\nrow changes per table (changes/):")
+for table in sorted(p for p in (warehouse / "changes").glob("*/*") if p.is_dir()):
+    ops = duckdb.sql(f"select _op, count(*) from read_parquet('{table}/**/*.parquet', union_by_name=true, "
+                     "hive_partitioning=true) group by _op order by _op").fetchall()
+    print(f"  {table.parent.name}.{table.name}: " + ", ".join(f"{count} {op}" for op, count in ops))
+
+print("\ncurrent/shop/orders (latest row per key):")
+print(duckdb.sql(f"select id, customer_id, status, amount, note from read_parquet('{warehouse}/current/shop/orders/**/*.parquet') "
+                 "order by id limit 5"))
+EOF
+}
+
+mkdir -p "$DEMO" "$AIRFLOW_HOME"
+echo "==> starting a private S3 server"
+ENDPOINT="$(start_s3)"
+trap stop_s3 EXIT
+[ -n "$ENDPOINT" ] || { echo "demo: the S3 server did not start (see $S3_DIR/s3_server.log)" >&2; exit 1; }
+echo "    $ENDPOINT"
+echo "==> uploading the sample binlogs"
+upload_samples "$ENDPOINT"
+export AIRFLOW_CONN_BINLAKE_S3="$(connection "$ENDPOINT")"
+
+echo "==> preparing Airflow in $AIRFLOW_HOME (SQLite)"
+"$VPY" -m airflow db migrate >"$DEMO/db_migrate.log" 2>&1 || { tail -n 30 "$DEMO/db_migrate.log" >&2; exit 1; }
+
+CONF="{\"source_uri\": \"s3://$BUCKET/$PREFIX\", \"warehouse_uri\": \"$WAREHOUSE\", \"spark_master\": \"local[2]\"}"
+echo "==> airflow dags test binlog_ingest -c '$CONF' (log: $LOG)"
+if ! "$VPY" -m airflow dags test binlog_ingest -c "$CONF" >"$LOG" 2>&1; then
+  echo "demo: the DAG run failed; end of $LOG:" >&2
+  tail -n 40 "$LOG" >&2
+  exit 1
+fi
+grep -E '\[plugins\.ingest_tasks\]' "$LOG" | sed -E 's/^[^ ]+ \[[a-z]+ *\] /    /; s/ *\[plugins\.ingest_tasks\].*$//' | tail -n 12
+
+echo
+summary
