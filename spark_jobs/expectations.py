@@ -41,7 +41,10 @@ with a Spark SQL query over ``{batch}`` that selects the offending rows (per
 column, with the column's name), so the comparison is Spark's own --
 decimal(20,0) against the literal 18446744073709551615 is exact, where
 ``expect_column_values_to_be_between`` compares floats and misses 2^64 -- and a
-failure comes with example rows. Row-level checks need to know where a row
+failure comes with example rows. (Great Expectations 1.24 runs such a query
+on its Spark datasource with ``spark.sql``, ``{batch}`` being a temporary view
+of the batch's DataFrame that it always names ``tmp_view``: two validations
+must not run at the same time in one Spark session.) Row-level checks need to know where a row
 sits: the validated DataFrame carries each row's Parquet file and row number in
 it (:data:`FILE`, :data:`ROW_IN_FILE`), which the columns check expects too.
 

@@ -66,11 +66,12 @@ def outcome(spark, warehouse) -> QualityOutcome:
     return validate(spark, run_folder=warehouse, warehouse=warehouse, run_id="real")
 
 
-def suite_results(warehouse: Path, run_id: str, table: str) -> list[dict]:
-    """The stored validation results of one table of a run (the JSON documents Great Expectations wrote)."""
-    files = sorted((warehouse / "quality" / "runs" / run_id / "validation_results").glob(f"*:{table}/*/*.json"))
-    assert files, f"no validation results of {table}"
-    return json.loads(files[-1].read_text())["results"]
+def suite_results(warehouse: Path, run_id: str, suite: str = "*") -> list[dict]:
+    """The stored validation results of a run's suites (``<db>:<table>`` of the tables, or
+    ``charset_checks``): the JSON documents Great Expectations wrote."""
+    files = sorted((warehouse / "quality" / "runs" / run_id / "validation_results").glob(f"{suite}/*/*.json"))
+    assert files, f"no validation results of {suite}"
+    return [result for file in files for result in json.loads(file.read_text())["results"]]
 
 
 def checks(results: list[dict]) -> dict[str, dict]:
@@ -86,7 +87,7 @@ def test_the_real_run_passes_every_expectation(outcome, warehouse):
     assert set(tables) == {"numbers", "temporal", "texts", "bytes", "choices", "shapes", "others"}
     assert all(t.success and t.rows > 0 and t.expectations >= 7 for t in tables.values())
 
-    numbers = checks(suite_results(warehouse, "real", "numbers"))
+    numbers = checks(suite_results(warehouse, "real", f"{DATABASE}:numbers"))
     assert {"columns", "type", "range", "operation", "unique_key", "log_order", "row_count"} <= set(numbers)
     ranges = {each["column"]: each for each in numbers["range"]["columns"]}
     assert ranges["biu"] == {"column": "biu", "sql_type": "BIGINT UNSIGNED", "low": "0", "high": str(2**64 - 1)}
@@ -95,8 +96,11 @@ def test_the_real_run_passes_every_expectation(outcome, warehouse):
     assert numbers["type"]["columns"]["biu"] == "decimal(20,0)"
     assert "ti" not in numbers["type"]["columns"]  # TINYINT, then SMALLINT: widened, not one type
 
-    texts = checks(suite_results(warehouse, "real", "texts"))
+    texts = checks(suite_results(warehouse, "real", f"{DATABASE}:texts"))
     assert {"c_latin1", "t_cp1251"} <= set(texts["text"]["columns"])
+    if (warehouse / "metadata" / "charset_checks").is_dir():  # written by decoders that check round trips
+        charsets = suite_results(warehouse, "real", "charset_checks")
+        assert "texts" in {r["expectation_config"]["meta"]["table"] for r in charsets}
 
 
 @pytest.mark.integration
@@ -245,7 +249,7 @@ def test_a_wrong_copy_fails_the_expectation_that_guards_it(spark, warehouse, tmp
     assert not result.success
     [outcome] = result.tables
     assert (outcome.database, outcome.table, outcome.success) == (DATABASE, table, False)
-    failed = [r for r in suite_results(tmp_path / "warehouse", "wrong", table) if not r["success"]]
+    failed = [r for r in suite_results(tmp_path / "warehouse", "wrong") if not r["success"]]
     assert check in {r["expectation_config"]["meta"]["check"] for r in failed}
     line = next(line for line in outcome.failures if all(part in line for part in named))
     assert line, outcome.failures
