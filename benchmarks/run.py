@@ -16,11 +16,17 @@ over a folder holding just that file into a new warehouse, once with
 each), with how it scales and how it compares with ``binlog-codec rows``, and
 the time of each phase (decode, materialize, publish) from its log.
 
+The JSON side (:mod:`json_corpus`) is timed on a synthetic MySQL 8 corpus of
+partial JSON updates: decode rows/s, diff vectors applied per second, binary
+JSON parse MB/s. ``machine.two_process_speedup`` says how much two processes
+gain over one on this machine for pure Python work: the ceiling of the ingest's
+``local[2]`` over ``local[1]`` ratio.
+
 python-mysql-replication reads the file as a replica does: the server that
 wrote it (data kept in ``.bench/mdb``) is started for that measurement,
 streams the file over its Unix socket, and is shut down afterwards.
 
-    python benchmarks/run.py [--repeat 3] [--ingest-repeat 1] [--only NAME ...] [--target-mb 200] [--file BINLOG]
+    python benchmarks/run.py [--repeat 3] [--ingest-repeat 1] [--only NAME ...] [--target-mb 200] [--file BINLOG] [--no-json]
 
 A missing tool or a failing command is recorded as an error in the results;
 the other measurements still run.
@@ -46,6 +52,7 @@ REPO_ROOT = HERE.parent
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(HERE))
 
+import json_corpus  # noqa: E402
 import make_binlog  # noqa: E402
 
 RESULTS = make_binlog.BENCH_DIR / "results.json"
@@ -462,6 +469,30 @@ def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -
     return result
 
 
+def _spin(count: int) -> int:
+    total = 0
+    for n in range(count):
+        total += n * n % 7
+    return total
+
+
+def two_process_speedup(count: int = 20_000_000) -> float:
+    """How much faster two processes do two equal pieces of pure Python work than one process
+    does both (2.0 on two idle cores): the most any two-slot Spark run can gain on this machine."""
+    import multiprocessing
+
+    started = time.perf_counter()
+    _spin(count)
+    _spin(count)
+    alone = time.perf_counter() - started
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        pool.map(_spin, [1000, 1000])  # workers started before the clock
+        started = time.perf_counter()
+        pool.map(_spin, [count, count])
+        together = time.perf_counter() - started
+    return round(alone / together, 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")
@@ -471,6 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target-mb", type=int, default=make_binlog.DEFAULT_TARGET_MB)
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     ap.add_argument("--file", type=Path, help="benchmark this binlog instead")
+    ap.add_argument("--no-json", action="store_true", help="leave out the JSON corpus measurements")
     args = ap.parse_args(argv)
 
     benches = [b for b in BENCHMARKS if not args.only or b["name"] in args.only]
@@ -605,6 +637,10 @@ def main(argv: list[str] | None = None) -> int:
         "binlog_source": make_binlog.read_stamp() if not args.file else None,
         "results": results,
     }
+    report["machine"]["two_process_speedup"] = two_process_speedup()
+    if not args.no_json:
+        print("timing the JSON corpus ...", file=sys.stderr, flush=True)
+        report["json"] = json_corpus.measure(make_binlog.BENCH_DIR / "json", args.repeat)
     if args.only and RESULTS.exists():
         report["note"] = "partial run (--only)"
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
