@@ -219,7 +219,8 @@ def _validate_table(context, spark, run_folder: Path, table: TableFacts, run) ->
     if not table.columns:
         log.warning("%s: no version in metadata/table_schemas, its columns are not checked", table.name)
     result = _run_suite(context, _suite_name(table), frame, table_expectations(table), run)
-    rows = next((r.result.get("observed_value") for r in result.results if r.expectation_config.meta["check"] == "row_count"), None) or 0
+    rows = next((r.result.get("observed_value") for r in result.results
+                 if r.expectation_config.meta["check"] == "row_count"), None) or 0  # None: the count failed
     failures = [failure_line(r) for r in result.results if not r.success]
     if not table.columns:
         failures.insert(0, "no table version in metadata/table_schemas")

@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from binlog_codec.table_map import ColumnType
+from spark_jobs.expectations import IntegerRange, identifier, integer_range, literal, spark_type
 from spark_jobs.ingest import ingest
 from spark_jobs.layout import table_folder
 from spark_jobs.validate import QualityOutcome, validate
@@ -274,3 +276,26 @@ def test_a_run_of_the_fixture_binlogs_passes(spark, fixtures_dir, tmp_path):
                   if row["_binlog_inner_offset"] is not None]
     assert compressed  # the change key with and without an inner offset
     assert (root / result.data_docs).exists()
+
+
+# -- what the expectations are made of ----------------------------------------------
+
+
+def test_integer_ranges_follow_the_sql_type_width():
+    def column(sql_type: str, type_code: int, unsigned: bool | None) -> dict:
+        return {"sql_type": sql_type, "type_code": type_code, "unsigned": unsigned}
+
+    assert integer_range(column("BIGINT UNSIGNED", ColumnType.LONGLONG, True)) == IntegerRange(
+        "BIGINT UNSIGNED", 0, 18446744073709551615)
+    assert integer_range(column("MEDIUMINT", ColumnType.INT24, False)) == IntegerRange("MEDIUMINT", -8388608, 8388607)
+    assert integer_range(column("BIT(9)", ColumnType.BIT, None)) == IntegerRange("BIT(9)", 0, 511)
+    # signedness not logged: the decoder's signed reading and the unsigned range are both possible
+    assert integer_range(column("TINYINT", ColumnType.TINY, None)) == IntegerRange("TINYINT", -128, 255)
+    assert integer_range(column("YEAR", ColumnType.YEAR, None)) is None
+
+
+def test_names_are_quoted_for_spark_sql_and_the_batch_template():
+    assert identifier("we`ird {name}") == "`we``ird {{name}}`"
+    assert literal("it's a \\ {x}") == "'it\\'s a \\\\ {{x}}'"
+    assert spark_type("decimal128(20, 0)") == "decimal(20,0)"
+    assert spark_type("timestamp[us, tz=UTC]") == "timestamp" and spark_type("timestamp[us]") == "timestamp_ntz"
