@@ -36,8 +36,8 @@ Where that table is silent, this module decides:
 * **Character columns without a recorded charset**: binary, the bytes as
   logged. A ``str`` value there (rows read with ``assume_charset``) is a
   ``TypeError``: re-encoding it would invent bytes.
-* **JSON null**: the decoder reads the null document as ``None``, as it reads
-  SQL NULL; both are null here (the text ``null`` is never written).
+* **JSON null**: the null document (the decoder's ``JSON_NULL``) is the text
+  ``null``; SQL NULL is null.
 * **FLOAT**: the 4-byte float itself (the decoder's shortest decimal is the
   same float32); **DECIMAL(p > 38)** as MySQL's plain text, never an exponent.
 * Column types no row image holds (the pre-5.0 DECIMAL, NULL, TYPED_ARRAY, BOOL,

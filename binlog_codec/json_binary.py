@@ -165,6 +165,20 @@ class Opaque:
         return _opaque_value(self.field_type, self.data, 0)
 
 
+class JsonNull:
+    """A JSON column whose whole document is the JSON null literal. Inside a document JSON null
+    is ``None``; as a column's value ``None`` is SQL NULL, so the decoder of a JSON column
+    (:mod:`binlog_codec.values`) gives :data:`JSON_NULL` for the null document, keeping the two
+    apart. It prints as ``null`` and serializes as the null literal."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "JSON_NULL"
+
+
+JSON_NULL = JsonNull()
+
 JsonValue = Union[None, bool, int, float, str, Opaque, "list[JsonValue]", "dict[str, JsonValue]"]
 
 
@@ -578,7 +592,7 @@ def _check_depth(depth: int) -> None:
 
 
 def _text(value: JsonValue, depth: int) -> str:
-    if value is None:
+    if value is None or value is JSON_NULL:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -673,6 +687,8 @@ def serialize(value: JsonValue) -> bytes:
     keys of 64 KB or more, nesting deeper than 100, documents of 4 GB or more;
     TypeError for values that are not JSON.
     """
+    if value is JSON_NULL:
+        value = None
     try:
         type_, body = _encode(value, 0, small_parent=False)
     except _ValueTooBig:

@@ -466,11 +466,14 @@ def _bit(column: Column) -> ValueDecoder:
 
 
 def _json(column: Column) -> ValueDecoder:
+    """JSON: the WL#8132 binary document; the null document is ``JSON_NULL``, not SQL NULL's None."""
+
     def convert(raw: bytes) -> Any:
         try:
-            return json_binary.parse(raw)
+            document = json_binary.parse(raw)
         except json_binary.JsonBinaryError as exc:
             raise ShortBody(f"column {column.display_name}: {exc}") from None
+        return json_binary.JSON_NULL if document is None else document
 
     return _length_prefixed(column, column.pack_length or 4, convert)
 

@@ -947,3 +947,14 @@ def test_a_partial_json_update_of_a_fixture_keeps_its_diffs():
              if row["_partial_columns"]]
     assert diffs and all(columns == ["@2"] and [c for c, _ in found] == ["@2"] for columns, found in diffs)
     assert {found[0][1] for _, found in diffs} == {r.change.after["@2"] for r in records if r.change.partial}
+
+
+def test_the_null_json_document_is_text_and_sql_null_is_null():
+    from binlog_codec.json_binary import JSON_NULL, serialize
+    from binlog_codec.values import value_decoder
+
+    column = Column(0, ColumnType.JSON, ColumnType.JSON, True, "doc", pack_length=4)
+    raw = serialize(None)
+    decoded, _ = value_decoder(column)(len(raw).to_bytes(4, "little") + raw, 0)
+    assert decoded is JSON_NULL
+    assert to_arrow(decoded, column) == "null" and to_arrow(None, column) is None

@@ -30,6 +30,7 @@ from binlog_codec.json_binary import Opaque
 from binlog_codec.rows import DecodingPlan
 from binlog_codec.table_map import Column, ColumnType, TableMap, table_map
 from binlog_codec.value_encoder import encode_decimal, encode_row_image, time2_binary, time_packed, value_encoder
+from binlog_codec.json_binary import JSON_NULL
 from binlog_codec.values import decimal_size, value_decoder
 from binlog_codec.wire import ShortBody
 from fixture_facts import good_files, path
@@ -59,7 +60,10 @@ def float32s(values) -> list[bytes]:
 
 def same(col: Column, decoded, value) -> bool:
     """FLOAT and VECTOR decode to a decimal of the same 4-byte float (see
-    :func:`test_float_decodes_to_its_shortest_decimal`); all else exactly."""
+    :func:`test_float_decodes_to_its_shortest_decimal`); the null JSON document (written from
+    None) to JSON_NULL; all else exactly."""
+    if col.type_code == ColumnType.JSON and value is None:
+        return decoded is JSON_NULL
     if col.type_code == ColumnType.FLOAT:
         return float32s([decoded]) == float32s([value])
     if col.type_code == ColumnType.VECTOR:
