@@ -440,6 +440,10 @@ def _change_fields(before: pa.StructType) -> list[pa.Field]:
     ]
 
 
+# The names of the warehouse contract's change columns, in order (those after the image's).
+CHANGE_COLUMNS = tuple(field.name for field in _change_fields(pa.struct([])))
+
+
 def image_schema(table: TableMap, flavour: str = "mysql") -> pa.Schema:
     """The Arrow schema of the row changes of one table version: its columns, by
     display name and nullable (an image may not carry them), then the change columns.

@@ -59,15 +59,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-import pyarrow as pa
 
-from binlog_codec.arrow import _change_fields
+from binlog_codec.arrow import CHANGE_COLUMNS as IMAGE_CHANGE_COLUMNS
 from binlog_codec.table_map import ColumnType
 from spark_jobs.materialize import INCOMPLETE
 
 # The change columns the materialize step writes after the source columns: those of the row
 # images (binlog_codec.arrow, which has no public name for them) and _incomplete_columns.
-CHANGE_COLUMNS = (*(each.name for each in _change_fields(pa.struct([]))), INCOMPLETE)
+CHANGE_COLUMNS = (*IMAGE_CHANGE_COLUMNS, INCOMPLETE)
 # Where a row sits: its Parquet file and its row number there (from Spark's _metadata).
 FILE, ROW_IN_FILE = "__file", "__row_in_file"
 OPERATIONS = ("c", "u", "d", "r")
