@@ -92,8 +92,8 @@ for table in sorted(p for p in (warehouse / "changes").glob("*/*") if p.is_dir()
     print(f"  {table.parent.name}.{table.name}: " + ", ".join(f"{count} {op}" for op, count in ops))
 
 print("\ncurrent/shop/orders (latest row per key):")
-print(duckdb.sql(f"select id, customer_id, status, amount, note from read_parquet('{warehouse}/current/shop/orders/**/*.parquet') "
-                 "order by id limit 5"))
+orders = f"{warehouse}/current/shop/orders/**/*.parquet"
+print(duckdb.sql(f"select id, customer_id, status, amount, note from read_parquet('{orders}') order by id limit 5"))
 EOF
 }
 
@@ -117,7 +117,9 @@ if ! "$VPY" -m airflow dags test binlog_ingest -c "$CONF" >"$LOG" 2>&1; then
   tail -n 40 "$LOG" >&2
   exit 1
 fi
-grep -E '\[plugins\.ingest_tasks\]' "$LOG" | sed -E 's/^[^ ]+ \[[a-z]+ *\] /    /; s/ *\[plugins\.ingest_tasks\].*$//' | tail -n 12
+# the tasks' own log lines, without time stamps and logger names
+grep -E '\[plugins\.ingest_tasks\]' "$LOG" |
+  sed -E 's/^[^ ]+ \[[a-z]+ *\] /    /; s/ *\[plugins\.ingest_tasks\].*$//'
 
 echo
 summary

@@ -44,6 +44,7 @@ from spark_jobs import ingest, publish
 
 log = logging.getLogger(__name__)
 
+
 def open_source(source_uri: str, conn_id: str = settings.S3_CONNECTION_ID) -> ObjectStore:
     """The object store behind ``source_uri``: ``s3://bucket/prefix`` with the keys and endpoint of
     the Airflow connection ``conn_id``, or ``file:///folder``."""

@@ -98,8 +98,10 @@ def changes_of(warehouse: Path, table: str) -> list[dict]:
 
 
 def current_ids(warehouse: Path, table: str) -> set[int]:
+    """The primary keys in ``current`` of ``db.table``."""
     database, name = table.split(".")
-    return {row[0] for row in query(f"select id from read_parquet('{warehouse}/current/{database}/{name}/**/*.parquet')")}
+    files = f"{warehouse}/current/{database}/{name}/**/*.parquet"
+    return {row[0] for row in query(f"select id from read_parquet('{files}')")}
 
 
 def run_records(warehouse: Path) -> list[dict]:
