@@ -9,7 +9,12 @@ schedule, the parameters and the wiring.
   and must not overlap.
 - **Input.** Everything of the source after the warehouse's checkpoint. When
   there is nothing new, ``stage`` and the Spark tasks are skipped and the run
-  succeeds; a backfill run for an interval already ingested is such a run.
+  succeeds.
+- **Backfill.** A backfill run (``airflow backfill create``, the UI's backfill),
+  or any run with the ``rebuild`` parameter on, rebuilds instead the
+  ``changes/`` partitions of the UTC days its data interval touches from the
+  binlogs whose transactions committed on them (:mod:`spark_jobs.backfill`):
+  each day's folder is replaced whole, ``current/`` and the checkpoint stay.
 - **Retries.** Every task is safe to run again (see :mod:`plugins.ingest_tasks`),
   so each gets retries after a short delay. A run whose data fails validation
   fails at once and publishes nothing.
@@ -29,6 +34,7 @@ from airflow.sdk import CronDataIntervalTimetable, Param, Variable, chain, dag, 
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 SOURCE_VARIABLE = "binlake_source_uri"
+BACKFILL_RUN = "backfill"  # the run type of airflow backfill create and the UI's backfill
 
 PARAMS = {
     "source_uri": Param(
@@ -42,6 +48,11 @@ PARAMS = {
         type="string",
         description="warehouse folder (file:///folder or a path); empty: the Variable binlake_warehouse_uri, "
         "else $AIRFLOW_HOME/binlake/warehouse",
+    ),
+    "rebuild": Param(
+        False,
+        type="boolean",
+        description="rebuild the changes/ of the days the data interval touches (backfill runs always do)",
     ),
     "spark_master": Param(
         "",
@@ -68,12 +79,17 @@ def binlog_ingest():
         """Resolves the run's source, warehouse and Spark master; lists what is new after the checkpoint."""
         from plugins import ingest_tasks
 
-        params = get_current_context()["params"]
+        context = get_current_context()
+        params = context["params"]
         source = params["source_uri"] or Variable.get(SOURCE_VARIABLE, default="")
         if not source:
             raise AirflowFailException(f"no source: set the source_uri parameter or the Variable {SOURCE_VARIABLE}")
         warehouse = ingest_tasks.warehouse_of(params["warehouse_uri"])
-        return {**ingest_tasks.discover(source, warehouse), "spark_master": params["spark_master"]}
+        rebuild = None
+        run_type = context["dag_run"].run_type
+        if params.get("rebuild") or getattr(run_type, "value", run_type) == BACKFILL_RUN:
+            rebuild = (context["data_interval_start"].isoformat(), context["data_interval_end"].isoformat())
+        return {**ingest_tasks.discover(source, warehouse, rebuild=rebuild), "spark_master": params["spark_master"]}
 
     @task
     def stage(discovered: dict) -> dict:
@@ -81,17 +97,19 @@ def binlog_ingest():
         from plugins import ingest_tasks
 
         if not discovered["pending"]:
-            raise AirflowSkipException(f"nothing new in {discovered['source']}")
-        return ingest_tasks.stage_source(discovered["source"], discovered["warehouse"])
+            raise AirflowSkipException(f"nothing to do in {discovered['source']}")
+        names = [obj["name"] for obj in discovered["pending"]] if discovered["rebuild"] else None
+        return ingest_tasks.stage_source(discovered["source"], discovered["warehouse"], names)
 
     @task
     def decode_and_materialize(discovered: dict, data_interval_start=None, data_interval_end=None) -> dict:
-        """Spark: the staged files after the checkpoint into the run's work folder."""
+        """Spark: the staged files after the checkpoint (or the days to rebuild) into the run's work folder."""
         from plugins import ingest_tasks
 
+        interval = discovered["rebuild"] or (data_interval_start.isoformat(), data_interval_end.isoformat())
         return ingest_tasks.decode_and_materialize(
             discovered["source"], discovered["warehouse"], discovered["spark_master"],
-            interval=(str(data_interval_start), str(data_interval_end)),
+            interval=tuple(interval), rebuild=bool(discovered["rebuild"]),
         )
 
     @task

@@ -33,14 +33,15 @@ import hashlib
 import logging
 import re
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlparse
 
 from plugins import settings
 from plugins.object_store import ObjectStore, open_store
-from plugins.staging import pending_objects, stage
-from spark_jobs import ingest, publish
+from plugins.staging import pending_objects, stage, stage_named
+from spark_jobs import backfill, ingest, publish
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +79,17 @@ def checkpoint_of(warehouse: str | Path, source_uri: str) -> dict | None:
     return publish.read_checkpoint(Path(warehouse)).get(source_uri)
 
 
-def discover(source_uri: str, warehouse: str | Path) -> dict:
-    """Lists the source and picks the binlog objects after the checkpoint.
+def discover(source_uri: str, warehouse: str | Path, *, rebuild: tuple[str, str] | None = None) -> dict:
+    """Lists the source and picks the binlog objects after the checkpoint; with ``rebuild`` (a
+    data interval), the objects holding transactions committed on the days it touches instead
+    (:mod:`spark_jobs.backfill`).
 
-    Returns ``{"source", "warehouse", "checkpoint", "pending": [{"name", "size"}]}``;
-    an empty ``pending`` means nothing new."""
+    Returns ``{"source", "warehouse", "checkpoint", "pending": [{"name", "size"}], "rebuild"}``;
+    an empty ``pending`` means nothing to do."""
     publish.recover(Path(warehouse))  # a commit a dead run left half done moves the checkpoint
     position = checkpoint_of(warehouse, source_uri)
+    if rebuild is not None:
+        return _discover_days(source_uri, Path(warehouse), position, rebuild)
     pending = pending_objects(open_source(source_uri).list(), position)
     if pending:
         log.info("%s: %d binlog objects after the checkpoint %s: %s", source_uri, len(pending), position,
@@ -96,18 +101,37 @@ def discover(source_uri: str, warehouse: str | Path) -> dict:
         "warehouse": str(warehouse),
         "checkpoint": position,
         "pending": [{"name": obj.name, "size": obj.size} for obj in pending],
+        "rebuild": None,
     }
 
 
-def stage_source(source_uri: str, warehouse: str | Path) -> dict:
-    """Downloads and verifies the objects after the checkpoint into the source's staging folder.
+def _discover_days(source_uri: str, warehouse: Path, position: dict | None, interval: tuple[str, str]) -> dict:
+    days = backfill.interval_days(*(datetime.fromisoformat(moment) for moment in interval))
+    names = backfill.files_of_days(warehouse, days)
+    sizes = {obj.name: obj.size for obj in open_source(source_uri).list()}
+    log.info("%s: rebuilding %s from %s", source_uri, ", ".join(map(str, days)) or "no day", ", ".join(names) or "no file")
+    return {
+        "source": source_uri,
+        "warehouse": str(warehouse),
+        "checkpoint": position,
+        "pending": [{"name": name, "size": sizes.get(name)} for name in names],
+        "rebuild": list(interval),
+    }
+
+
+def stage_source(source_uri: str, warehouse: str | Path, names: list[str] | None = None) -> dict:
+    """Downloads and verifies the objects after the checkpoint into the source's staging folder
+    (or the objects ``names``, for a rebuild).
 
     The checkpoint's own file is staged too (from the store when the folder lacks it),
     because decoding goes on inside it. Returns ``{"staging_dir", "files", "bytes"}``."""
-    position = checkpoint_of(warehouse, source_uri)
-    from_checkpoint_file = None if position is None else {"file": position["file"], "position": 0}
     folder = staging_dir_of(source_uri)
-    staged = stage(open_source(source_uri), folder, from_checkpoint_file)
+    if names is not None:
+        staged = stage_named(open_source(source_uri), folder, names)
+    else:
+        position = checkpoint_of(warehouse, source_uri)
+        from_checkpoint_file = None if position is None else {"file": position["file"], "position": 0}
+        staged = stage(open_source(source_uri), folder, from_checkpoint_file)
     log.info("%s: %d files staged in %s", source_uri, len(staged), folder)
     return {"staging_dir": str(folder), "files": [f.name for f in staged], "bytes": sum(f.size for f in staged)}
 
@@ -131,19 +155,26 @@ def decode_and_materialize(
     spark_master: str | None,
     *,
     interval: tuple[str, str] | None = None,
+    rebuild: bool = False,
 ) -> dict:
     """Decodes the staged files after the checkpoint and materializes them into the run's work
-    folder (:func:`spark_jobs.ingest.prepare`); publishes nothing.
+    folder (:func:`spark_jobs.ingest.prepare`); with ``rebuild``, rebuilds the days of the data
+    ``interval`` instead (:func:`spark_jobs.backfill.prepare_backfill`). Publishes nothing.
 
-    ``interval`` is the DAG run's data interval, logged with the run. The input is always
-    everything after the checkpoint, so a run for a past interval whose binlogs are already
-    ingested finds nothing new. Returns ``{"run_id", "inputs", "rows", "bytes"}``; ``run_id`` is
-    empty when there was nothing new."""
+    Returns ``{"run_id", "inputs", "rows", "bytes"}``; ``run_id`` is empty when there was
+    nothing to do."""
     folder = staging_dir_of(source_uri)
-    if interval:
-        log.info("data interval %s to %s; input: everything of %s after the checkpoint", *interval, source_uri)
     with spark_session(spark_master, "decode") as spark:
-        result = ingest.prepare(str(folder), str(warehouse), spark=spark, source_key=source_uri)
+        if rebuild:
+            start, end = (datetime.fromisoformat(moment) for moment in interval)
+            log.info("rebuilding the days of %s to %s from %s", start, end, source_uri)
+            result = backfill.prepare_backfill(
+                str(folder), str(warehouse), start=start, end=end, spark=spark, source_key=source_uri
+            )
+        else:
+            if interval:
+                log.info("data interval %s to %s; input: everything of %s after the checkpoint", *interval, source_uri)
+            result = ingest.prepare(str(folder), str(warehouse), spark=spark, source_key=source_uri)
     if result.run_id:
         log.info("run %s prepared: %d files, %d row changes", result.run_id, len(result.inputs),
                  sum(result.rows.values()))

@@ -93,15 +93,26 @@ def pending_objects(objects: list[StoredObject], position: dict | None) -> list[
 def stage(store: ObjectStore, staging_dir: Path, position: dict | None) -> list[StagedFile]:
     """Bring the objects after ``position`` into ``staging_dir``, verified; returns them in
     log order. See the module docstring for what happens to files already staged."""
+    return stage_objects(store, staging_dir, pending_objects(store.list(), position))
+
+
+def stage_named(store: ObjectStore, staging_dir: Path, names: list[str]) -> list[StagedFile]:
+    """Bring the objects named ``names`` into ``staging_dir`` (a backfill's files), verified; a
+    name the store does not hold is a :class:`StagingError`."""
+    listed = {obj.name: obj for obj in store.list()}
+    missing = [name for name in names if name not in listed]
+    if missing:
+        raise StagingError(f"{store.uri} no longer holds {', '.join(missing)}")
+    return stage_objects(store, staging_dir, [listed[name] for name in names])
+
+
+def stage_objects(store: ObjectStore, staging_dir: Path, objects: list[StoredObject]) -> list[StagedFile]:
+    """``objects`` of ``store`` into ``staging_dir``, verified, in the order given."""
     staging_dir = Path(staging_dir)
     staging_dir.mkdir(parents=True, exist_ok=True)
     manifest = _read_manifest(staging_dir)
-    pending = pending_objects(store.list(), position)
-    log.info("%s: %d binlog files to stage into %s", store.uri, len(pending), staging_dir)
-    staged = []
-    for obj in pending:
-        staged.append(_stage_object(store, obj, staging_dir, manifest))
-    return staged
+    log.info("%s: %d binlog files to stage into %s", store.uri, len(objects), staging_dir)
+    return [_stage_object(store, obj, staging_dir, manifest) for obj in objects]
 
 
 def _stage_object(store: ObjectStore, obj: StoredObject, staging_dir: Path, manifest: dict) -> StagedFile:

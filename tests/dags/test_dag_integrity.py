@@ -98,9 +98,10 @@ def test_binlog_ingest_schedules_non_empty_intervals_one_run_at_a_time(loaded):
     assert dag["catchup"] is False and dag["max_active_runs"] == 1
 
 
-def test_binlog_ingest_takes_source_warehouse_and_master_as_params(loaded):
+def test_binlog_ingest_takes_source_warehouse_master_and_rebuild_as_params(loaded):
     dag = loaded["dags"]["binlog_ingest"]
-    assert set(dag["params"]) == {"source_uri", "warehouse_uri", "spark_master"}
+    assert set(dag["params"]) == {"source_uri", "warehouse_uri", "spark_master", "rebuild"}
+    assert dag["params"].pop("rebuild") is False  # new data, unless a backfill run or asked for
     assert all(value == "" for value in dag["params"].values())  # empty: the Variables and environment decide
 
 

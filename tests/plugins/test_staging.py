@@ -22,6 +22,7 @@ from plugins.staging import (
     VerificationError,
     pending_objects,
     stage,
+    stage_named,
 )
 
 MIB = 1 << 20
@@ -379,3 +380,14 @@ def test_staging_from_a_folder_follows_a_binlog_being_written(binlogs, staging_d
     with pytest.raises(StagingConflict, match="mysql-bin.000001"):
         stage(store, staging_dir, None)
     assert (staging_dir / "mysql-bin.000001").read_bytes() == data
+
+
+def test_a_backfill_stages_the_files_it_names_and_no_other(bucket_store, binlogs, staging_dir, tmp_path):
+    put(bucket_store, "mysql-bin.000009", binlogs["mysql-bin.sakila"], tmp_path)
+    put(bucket_store, "mysql-bin.000010", binlogs["mysql-bin.checksum-crc32"], tmp_path)
+    staged = stage_named(bucket_store, staging_dir, ["mysql-bin.000010"])
+    assert [f.name for f in staged] == ["mysql-bin.000010"]
+    assert folder_listing(staging_dir) == [MANIFEST, "mysql-bin.000010"]
+    assert (staging_dir / "mysql-bin.000010").read_bytes() == binlogs["mysql-bin.checksum-crc32"]
+    with pytest.raises(StagingError, match="no longer holds mysql-bin.000003"):
+        stage_named(bucket_store, staging_dir, ["mysql-bin.000003"])
