@@ -81,27 +81,3 @@ def open_payload(body: bytes, header: PayloadHeader) -> BinaryIO:
     import zstandard
 
     return zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
-
-
-def encode_payload(events: bytes, compression_type: int = COMPRESSION_ZSTD) -> bytes:
-    """Build a TRANSACTION_PAYLOAD_EVENT body around already encoded ``events``."""
-    from .wire import pack_int
-
-    if compression_type == COMPRESSION_ZSTD:
-        import zstandard
-
-        data = zstandard.ZstdCompressor().compress(events)
-    else:
-        data = events
-
-    def field(field_type: int, value: int) -> bytes:
-        encoded = pack_int(value)
-        return pack_int(field_type) + pack_int(len(encoded)) + encoded
-
-    return (
-        field(COMPRESSION_TYPE_FIELD, compression_type)
-        + field(UNCOMPRESSED_SIZE_FIELD, len(events))
-        + field(PAYLOAD_SIZE_FIELD, len(data))
-        + pack_int(HEADER_END_MARK)
-        + data
-    )

@@ -171,9 +171,9 @@ def test_hostile_bodies_are_located_errors(tmp_path, type_code, body, message):
 
 
 def test_transaction_payload_with_garbage_zstd(tmp_path):
-    from binlog_codec.payload import encode_payload
+    from binlog_codec.writer import transaction_payload_body
 
-    body = bytearray(encode_payload(b"\0" * 200))
+    body = bytearray(transaction_payload_body(b"\0" * 200))
     body[-6:] = b"\xff" * 6
     writer = BinlogWriter()
     position = writer.add(EventType.TRANSACTION_PAYLOAD, bytes(body))
@@ -183,10 +183,10 @@ def test_transaction_payload_with_garbage_zstd(tmp_path):
 
 
 def test_zstd_bomb_is_refused_before_inflating(tmp_path):
-    from binlog_codec.payload import encode_payload
+    from binlog_codec.writer import transaction_payload_body
 
     writer = BinlogWriter()
-    position = writer.add(EventType.TRANSACTION_PAYLOAD, encode_payload(b"\0" * 5_000_000))
+    position = writer.add(EventType.TRANSACTION_PAYLOAD, transaction_payload_body(b"\0" * 5_000_000))
     target = _copy(tmp_path, writer.bytes())
     with pytest.raises(errors.CorruptEventError, match="exceeds the 1000000-byte limit") as caught:
         list(BinlogReader(target, max_event_size=1_000_000))

@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from binlog_codec.mariadb_compression import compress_block, uncompress_block
-from binlog_codec.payload import COMPRESSION_NONE, COMPRESSION_ZSTD, encode_payload, open_payload, parse_payload_header
+from binlog_codec.payload import COMPRESSION_NONE, COMPRESSION_ZSTD, open_payload, parse_payload_header
+from binlog_codec.writer import transaction_payload_body
 from binlog_codec.wire import Cursor, ShortBody, pack_int, pack_varlen_int, pack_varlen_uint
 
 U64 = st.integers(min_value=0, max_value=2**64 - 1)
@@ -73,7 +74,7 @@ def test_mariadb_compressed_block_refuses_a_bomb():
 
 @given(st.binary(max_size=3000), st.sampled_from([COMPRESSION_ZSTD, COMPRESSION_NONE]))
 def test_transaction_payload_roundtrip(events, compression):
-    body = encode_payload(events, compression)
+    body = transaction_payload_body(events, compression)
     header = parse_payload_header(body)
     assert (header.compression_type, header.uncompressed_size) == (compression, len(events))
     assert open_payload(body, header).read() == events
