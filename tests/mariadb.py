@@ -23,6 +23,17 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 INFRA_SCRIPT = REPO_ROOT / "infra" / "mariadb.sh"
 
 
+def run_infra(script: Path, args, env: dict, timeout: float, error: type[Exception]) -> str:
+    """``bash infra/<script> ARGS...``: its standard output; ``error`` with everything it printed
+    when it fails."""
+    proc = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, env=env, timeout=timeout)
+    if proc.returncode != 0:
+        raise error(
+            f"infra/{script.name} {' '.join(args)} failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}"
+        )
+    return proc.stdout
+
+
 class ServerError(RuntimeError):
     """The private server could not be started or did not answer."""
 
@@ -82,19 +93,7 @@ class MariaDBServer:
 
     # -- lifecycle -----------------------------------------------------------
     def _infra(self, *args: str, timeout: float = 180) -> str:
-        proc = subprocess.run(
-            ["bash", str(INFRA_SCRIPT), *args],
-            capture_output=True,
-            text=True,
-            env=self._env,
-            timeout=timeout,
-        )
-        if proc.returncode != 0:
-            raise ServerError(
-                f"infra/mariadb.sh {' '.join(args)} failed (exit {proc.returncode}):\n"
-                f"{proc.stdout}{proc.stderr}"
-            )
-        return proc.stdout
+        return run_infra(INFRA_SCRIPT, args, self._env, timeout, ServerError)
 
     def start(self) -> "MariaDBServer":
         out = self._infra("start", str(self.directory), str(self.port))

@@ -12,7 +12,6 @@ import io
 import itertools
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import boto3
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
-from mariadb import free_port
+from mariadb import free_port, run_infra
 from plugins.object_store import open_store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -52,19 +51,7 @@ class S3Server:
         self._bucket_numbers = itertools.count(1)
 
     def _infra(self, *args: str, timeout: float = 60) -> str:
-        proc = subprocess.run(
-            ["bash", str(INFRA_SCRIPT), *args],
-            capture_output=True,
-            text=True,
-            env=self._env,
-            timeout=timeout,
-        )
-        if proc.returncode != 0:
-            raise S3ServerError(
-                f"infra/s3_server.sh {' '.join(args)} failed (exit {proc.returncode}):\n"
-                f"{proc.stdout}{proc.stderr}"
-            )
-        return proc.stdout
+        return run_infra(INFRA_SCRIPT, args, self._env, timeout, S3ServerError)
 
     def start(self) -> "S3Server":
         out = self._infra("start", str(self.directory), str(self.port))
