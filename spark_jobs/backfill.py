@@ -45,6 +45,7 @@ from spark_jobs import publish
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, decode
 from spark_jobs.ingest import RUN_FILE, IngestResult, Input, primary_keys, publish_run, work_folder
 from spark_jobs.layout import table_folder
+from spark_jobs.lock import locks_warehouse, warehouse_lock
 from spark_jobs.materialize import COMMIT_DATE, ORDER, materialize
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,7 @@ def _day_bounds(days: list[date]) -> tuple[pa.Scalar, pa.Scalar]:
     return pa.scalar(start, kind), pa.scalar(end, kind)
 
 
+@locks_warehouse("backfill prepare")
 def prepare_backfill(
     source: str,
     warehouse: str,
@@ -211,12 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     start, end = (t if t.tzinfo else t.replace(tzinfo=timezone.utc) for t in (args.start, args.end))
     spark = build_session(args.master, app_name="binlake backfill")
     try:
-        prepared = prepare_backfill(args.source, args.warehouse, start=start, end=end, spark=spark)
-        if not prepared.run_id:
-            print("nothing committed in that interval")
-            return 0
-        validate_run(spark, args.warehouse, prepared.run_id)
-        result = publish_run(args.warehouse, prepared.run_id)
+        with warehouse_lock(args.warehouse, purpose="backfill"):  # no other commit between prepare and publish
+            prepared = prepare_backfill(args.source, args.warehouse, start=start, end=end, spark=spark)
+            if not prepared.run_id:
+                print("nothing committed in that interval")
+                return 0
+            validate_run(spark, args.warehouse, prepared.run_id)
+            result = publish_run(args.warehouse, prepared.run_id)
     except QualityFailed as exc:
         print(exc, file=sys.stderr)
         return 3

@@ -54,6 +54,7 @@ from binlog_codec.reader import MAGIC
 from spark_jobs import publish
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.layout import table_folder
+from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import materialize
 from spark_jobs.positions import after_checkpoint, is_binlog_name
 from spark_jobs.session import build_session
@@ -263,6 +264,7 @@ def work_folder(warehouse: str | os.PathLike[str], run_id: str) -> Path:
     return Path(warehouse).resolve() / RUNS_FOLDER / run_id
 
 
+@locks_warehouse("prepare")
 def prepare(
     source: str,
     warehouse: str,
@@ -304,6 +306,7 @@ def prepare(
     return result
 
 
+@locks_warehouse("validate")
 def validate_run(spark, warehouse: str, run_id: str) -> dict:
     """Step 5: Great Expectations over the run's output (:mod:`spark_jobs.validate`); the
     outcome is saved with the run and returned as JSON."""
@@ -317,6 +320,7 @@ def validate_run(spark, warehouse: str, run_id: str) -> dict:
     return outcome
 
 
+@locks_warehouse("publish")
 def publish_run(warehouse: str, run_id: str) -> IngestResult:
     """Step 6: commit a prepared run: its changes, current, metadata tables, the run record and the
     new checkpoint, in one step. A run that failed validation raises :class:`QualityFailed` and
@@ -342,6 +346,7 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     return result
 
 
+@locks_warehouse("ingest")
 def ingest(
     source: str,
     warehouse: str,
