@@ -32,7 +32,13 @@ as DEFAULT_CHARSET where that is shorter than one collation per column, as the
 server decides), names, ENUM/SET values as bytes of the column's character set,
 geometry types, the primary key with prefix lengths (a table without one uses
 its first UNIQUE key over NOT NULL columns without prefixes, as the server
-does) and, on MySQL, column visibility.
+does) and, on MySQL, column visibility. MariaDB adds a hidden column
+``DB_ROW_HASH_n`` (BIGINT UNSIGNED, nullable) per ``UNIQUE ... USING HASH``
+key, after the table's own columns; it is in the table map too.
+
+MariaDB's ``SHOW CREATE TABLE`` result is utf8mb3: an ENUM or SET value with a
+character outside the Basic Multilingual Plane (an emoji) comes out with ``?``
+in its place, and so does its value in the table map derived from it.
 
 Unsupported syntax raises ``ValueError`` naming the line and what was expected.
 """
@@ -282,6 +288,7 @@ class Table:
     columns: list[ColumnSpec] = field(default_factory=list)
     primary_key: list[tuple[str, int]] = field(default_factory=list)
     unique_keys: list[list[tuple[str, int]]] = field(default_factory=list)
+    hash_keys: int = 0  # MariaDB's UNIQUE ... USING HASH keys
     charset: str | None = None
     collation: str | None = None
 
@@ -611,8 +618,9 @@ def _key(reader: Reader, table: Table) -> None:
         if token is not None and not (token.kind == "op" and token.text == "("):
             reader.name("a key name")
         parts = _key_parts(reader)
-        hashed = any(token.is_word("HASH") for token in reader.items[reader.pos :])
-        if parts is not None and not hashed:
+        if any(token.is_word("HASH") for token in reader.items[reader.pos :]):
+            table.hash_keys += 1
+        elif parts is not None:
             table.unique_keys.append(parts)
 
 
@@ -689,6 +697,16 @@ def _primary_key(table: Table, indexes: dict[str, int]) -> list[tuple[int, int]]
         raise ValueError(f"table {table.name!r}: key over unknown column {exc.args[0]!r}") from None
 
 
+def _hash_columns(table: Table, first_index: int) -> list[Column]:
+    """MariaDB's hidden ``DB_ROW_HASH_n`` columns, one per UNIQUE ... USING HASH key (a long
+    unique key): nullable BIGINT UNSIGNED after the table's own columns."""
+    return [
+        Column(first_index + n, ColumnType.LONGLONG, ColumnType.LONGLONG, True, name=f"DB_ROW_HASH_{n + 1}",
+               unsigned=True)
+        for n in range(table.hash_keys)
+    ]
+
+
 def _charset_fields(columns: list[Column], selects: Callable[[Column], bool]) -> int | None:
     """The default collation the server logs for the selected columns, None when it logs one
     per column: DEFAULT_CHARSET (the most used collation, then an index and collation per other
@@ -725,6 +743,8 @@ def table_map_of(statement: str, *, database: str, flavour: str = "mariadb", tab
         columns = [builder.column(index, spec) for index, spec in enumerate(table.columns)]
     except (charsets.UnknownCollationError, charsets.CharsetError) as exc:
         raise ValueError(f"table {table.name!r}: {exc}") from None
+    if flavour == "mariadb":
+        columns += _hash_columns(table, len(columns))
     indexes = {column.name: column.index for column in columns}
     primary_key = _primary_key(table, indexes)
     for position, (index, prefix) in enumerate(primary_key):
