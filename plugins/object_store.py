@@ -17,6 +17,21 @@ which one it talks to:
 path-style addressing so that any S3-compatible server works) or
 ``file:///folder`` / a plain path. This module imports no Airflow; the
 Airflow connection is read in :mod:`plugins.hooks`.
+
+Hostile input. An object name is used as a local file name by staging, so only
+plain names are accepted (:func:`safe_name`): no ``/`` or ``\\``, not ``.`` or
+``..``, no NUL or other control characters, at most 255 bytes. Such objects
+are left out of listings (with a warning naming the key) and refused by
+``download`` and ``upload`` (:class:`UnsafeObjectName`), so no key can write
+outside the staging folder.
+
+Transient failures. The S3 client retries throttling, 5xx answers and dropped
+connections itself (botocore's ``standard`` retry mode, :data:`S3_MAX_ATTEMPTS`
+attempts, exponential backoff with jitter). A download whose body dies midway
+is resumed by :meth:`S3Store.download` from the bytes already written (a range
+request for the rest), up to :data:`S3_MAX_ATTEMPTS` times with exponential
+backoff; after that, or when a listing keeps failing, :class:`StoreError`
+names the store and the object.
 """
 
 from __future__ import annotations
@@ -25,6 +40,7 @@ import hashlib
 import logging
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -32,10 +48,23 @@ from urllib.parse import unquote, urlparse
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError, IncompleteReadError
 
 log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 1 << 20  # read and write in pieces of 1 MiB, never a whole object
+S3_MAX_ATTEMPTS = 5  # per request (botocore) and per download (a body that dies midway)
+BACKOFF_SECONDS = 0.5  # before the second attempt at a download body; doubled each time after
+MAX_NAME_BYTES = 255  # the longest file name a Linux filesystem takes
+
+
+class UnsafeObjectName(ValueError):
+    """An object name that is not a plain file name (it could write outside the staging folder)."""
+
+
+class StoreError(RuntimeError):
+    """A request failed for good (still failing after every retry, or refused by the store);
+    the message names the store and the object."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +123,10 @@ def _s3_client(endpoint_url, access_key, secret_key, region):
         aws_access_key_id=access_key,
         aws_secret_access_key=secret_key,
         region_name=region,
-        config=Config(s3={"addressing_style": "path"}),
+        config=Config(
+            s3={"addressing_style": "path"},
+            retries={"mode": "standard", "total_max_attempts": S3_MAX_ATTEMPTS},
+        ),
     )
 
 
@@ -137,11 +169,30 @@ def is_multipart_etag(etag: str) -> bool:
     return "-" in etag
 
 
-def _plain_name(name: str) -> str:
-    """``name`` when it names an object directly under the prefix; ValueError otherwise."""
-    if not name or "/" in name or name in (".", ".."):
-        raise ValueError(f"not an object name directly under the store's prefix: {name!r}")
-    return name
+def safe_name(name: str) -> str:
+    """``name`` when it is a plain file name directly under the store's prefix (see the module
+    text); :class:`UnsafeObjectName` saying why not otherwise."""
+    if not name or name in (".", ".."):
+        reason = "empty, or a reference to a folder"
+    elif "/" in name or "\\" in name:
+        reason = "it holds a path separator"
+    elif any(ord(char) < 0x20 or ord(char) == 0x7F for char in name):
+        reason = "it holds NUL or another control character"
+    elif len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+        reason = f"longer than {MAX_NAME_BYTES} bytes"
+    else:
+        return name
+    raise UnsafeObjectName(f"not an object name directly under the store's prefix ({reason}): {name!r}")
+
+
+def _listable(name: str, where: str) -> bool:
+    """Whether a listed name is safe to hand on; an unsafe one is logged and left out."""
+    try:
+        safe_name(name)
+    except UnsafeObjectName as exc:
+        log.warning("%s: object left out: %s", where, exc)
+        return False
+    return True
 
 
 def _check_range(start: int, end: int | None) -> None:
@@ -162,47 +213,78 @@ class S3Store:
         self.uri = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
 
     def _key(self, name: str) -> str:
-        name = _plain_name(name)
+        name = safe_name(name)
         return f"{self.prefix}/{name}" if self.prefix else name
 
     def list(self) -> list[StoredObject]:
-        """The objects directly under the prefix (keys in deeper "folders" are left out)."""
+        """The objects directly under the prefix (keys in deeper "folders" and unsafe names are
+        left out)."""
         listing_prefix = f"{self.prefix}/" if self.prefix else ""
         pages = self.client.get_paginator("list_objects_v2").paginate(
             Bucket=self.bucket, Prefix=listing_prefix, Delimiter="/"
         )
         objects = []
-        for page in pages:
-            for entry in page.get("Contents", []):
-                name = entry["Key"][len(listing_prefix) :]
-                if name:  # the prefix's own "folder marker" object is not a file
-                    objects.append(StoredObject(name, entry["Size"], entry["ETag"].strip('"')))
+        try:
+            for page in pages:
+                for entry in page.get("Contents", []):
+                    name = entry["Key"][len(listing_prefix) :]
+                    if name and _listable(name, self.uri):  # the prefix's own "folder marker" is no file
+                        objects.append(StoredObject(name, entry["Size"], entry["ETag"].strip('"')))
+        except (BotoCoreError, ClientError) as exc:
+            raise StoreError(f"{self.uri}: listing failed after {S3_MAX_ATTEMPTS} attempts: {exc}") from exc
         return sorted(objects, key=lambda obj: obj.name)
 
     def download(self, name: str, target: Path, *, start: int = 0, end: int | None = None) -> int:
         """Bytes ``[start, end)`` of the object (``end`` None: to its end) into ``target``,
-        created or truncated; returns the number of bytes written."""
+        created or truncated; returns the number of bytes written.
+
+        A body that dies midway is resumed from the bytes already written, after a pause that
+        doubles each time; :class:`StoreError` after :data:`S3_MAX_ATTEMPTS` attempts."""
         _check_range(start, end)
-        request = {"Bucket": self.bucket, "Key": self._key(name)}
+        safe_name(name)
         if end == start:
             Path(target).write_bytes(b"")
             return 0
+        with open(target, "wb") as handle:
+            for attempt in range(1, S3_MAX_ATTEMPTS + 1):
+                try:
+                    self._get_range(name, start + handle.tell(), end, handle)
+                    break
+                except FileNotFoundError:
+                    handle.close()
+                    Path(target).unlink()
+                    raise
+                except (HTTPClientError, IncompleteReadError) as exc:
+                    if attempt == S3_MAX_ATTEMPTS:
+                        raise StoreError(
+                            f"{self.uri}/{name}: download failed after {attempt} attempts, "
+                            f"{handle.tell()} bytes from {start} written: {exc}"
+                        ) from exc
+                    pause = BACKOFF_SECONDS * 2 ** (attempt - 1)
+                    log.warning("%s/%s: download broke off after %d bytes (%s); resuming in %.1f s",
+                                self.uri, name, handle.tell(), exc, pause)
+                    time.sleep(pause)
+            written = handle.tell()
+        log.debug("%s/%s: %d bytes from %d downloaded", self.uri, name, written, start)
+        return written
+
+    def _get_range(self, name: str, start: int, end: int | None, handle) -> None:
+        """One GET of bytes ``[start, end)`` of the object appended to ``handle``. What was
+        written stays written when the body breaks off."""
+        request = {"Bucket": self.bucket, "Key": self._key(name)}
         if start or end is not None:
             request["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
         try:
             body = self.client.get_object(**request)["Body"]
         except self.client.exceptions.NoSuchKey:
             raise FileNotFoundError(f"{self.uri}/{name}: no such object") from None
-        written = 0
-        with open(target, "wb") as handle:
-            try:
-                for chunk in body.iter_chunks(CHUNK_BYTES):
-                    handle.write(chunk)
-                    written += len(chunk)
-            finally:
-                body.close()
-        log.debug("%s/%s: %d bytes from %d downloaded", self.uri, name, written, start)
-        return written
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError(f"{self.uri}/{name}: {exc}") from exc
+        try:
+            for chunk in body.iter_chunks(CHUNK_BYTES):
+                handle.write(chunk)
+        finally:
+            body.close()
 
     def upload(self, source: Path, name: str) -> None:
         """Put ``source`` under ``name`` (boto3 switches to a multipart upload for large files)."""
@@ -236,14 +318,14 @@ class FolderStore:
         self.uri = self.folder.as_uri()
 
     def _path(self, name: str) -> Path:
-        return self.folder / _plain_name(name)
+        return self.folder / safe_name(name)
 
     def list(self) -> list[StoredObject]:
         """The regular files directly in the folder; no ETag (see :meth:`expected_checksum`)."""
         objects = [
             StoredObject(entry.name, entry.stat().st_size, None)
             for entry in os.scandir(self.folder)
-            if entry.is_file()
+            if entry.is_file() and _listable(entry.name, self.uri)
         ]
         return sorted(objects, key=lambda obj: obj.name)
 

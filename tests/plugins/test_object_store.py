@@ -5,13 +5,24 @@ the checksums staging verifies with."""
 from __future__ import annotations
 
 import hashlib
+import http.client
+import logging
+import re
+import socket
+import threading
 from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlparse
 
 import pytest
 
-from plugins.object_store import FolderStore, ObjectStore, S3Store, StoredObject, checksums, open_store
+from plugins import object_store
+from plugins.object_store import (
+    FolderStore, ObjectStore, S3Store, StoredObject, UnsafeObjectName, checksums, open_store, safe_name,
+)
+from s3_server import ACCESS_KEY, REGION, SECRET_KEY
 
 MIB = 1 << 20
 
@@ -194,3 +205,183 @@ def test_other_uris_are_refused_by_name(uri):
     with pytest.raises(ValueError) as raised:
         open_store(uri)
     assert repr(uri) in str(raised.value)
+
+
+class FlakyProxy:
+    """A real HTTP proxy in front of the S3 server that breaks requests on demand, the way a
+    network or an overloaded endpoint does:
+
+    * ``fail(n, status)``: the next ``n`` requests are answered with ``status`` (503: S3's
+      "slow down") without reaching the server;
+    * ``cut(n, after)``: the next ``n`` GETs of an object get their headers (with the full
+      Content-Length) and only ``after`` bytes of the body, then the connection is closed.
+
+    ``requests`` records ``(method, path, Range header)`` of every request received."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = urlparse(upstream)
+        self.requests: list[tuple[str, str, str | None]] = []
+        self._failures: list[int] = []
+        self._cuts: list[int] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def fail(self, n: int, status: int = 503) -> None:
+        self._failures += [status] * n
+
+    def cut(self, n: int, after: int) -> None:
+        self._cuts += [after] * n
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self):
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def forward(self) -> None:
+                proxy.requests.append((self.command, self.path, self.headers.get("Range")))
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if proxy._failures:
+                    self.answer(proxy._failures.pop(0), b"<Error><Code>SlowDown</Code></Error>")
+                    return
+                upstream = http.client.HTTPConnection(proxy.upstream.hostname, proxy.upstream.port, timeout=30)
+                upstream.request(self.command, self.path, body, dict(self.headers))
+                response = upstream.getresponse()
+                data = response.read()
+                upstream.close()
+                cut = proxy._cuts.pop(0) if self.command == "GET" and "?" not in self.path and proxy._cuts else None
+                self.send_response(response.status)
+                for name, value in response.getheaders():
+                    if name.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command == "HEAD":
+                    return
+                if cut is None:
+                    self.wfile.write(data)
+                    return
+                self.wfile.write(data[:cut])
+                self.wfile.flush()
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+            def answer(self, status: int, data: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = forward
+
+        return Handler
+
+
+@pytest.fixture
+def flaky(s3_server, request, monkeypatch):
+    """``(proxy, store, put)``: an S3 store on a new bucket reached through a :class:`FlakyProxy`,
+    and ``put(name, data)`` that seeds the bucket directly. Backoff pauses are cut to nothing."""
+    monkeypatch.setattr(object_store, "BACKOFF_SECONDS", 0.0)
+    bucket = s3_server.create_bucket(request.node.name)
+    proxy = FlakyProxy(s3_server.endpoint_url)
+    store = open_store(
+        f"s3://{bucket}/logs", endpoint_url=proxy.url, access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION
+    )
+    client = s3_server.client()
+    try:
+        yield proxy, store, lambda name, data: client.put_object(Bucket=bucket, Key=f"logs/{name}", Body=data)
+    finally:
+        proxy.close()
+
+
+def gets(proxy: FlakyProxy) -> list[str | None]:
+    """The Range headers of the object GETs the proxy received, in order."""
+    return [byte_range for method, path, byte_range in proxy.requests if method == "GET" and "?" not in path]
+
+
+def test_a_listing_is_retried_through_transient_server_errors(flaky, small_binlog):
+    proxy, store, put = flaky
+    put("mariadb-bin.000001", small_binlog)
+    proxy.fail(2)
+    assert [obj.name for obj in store.list()] == ["mariadb-bin.000001"]
+    assert sum(method == "GET" and "list-type=2" in path for method, path, _ in proxy.requests) == 3
+
+
+def test_a_listing_that_keeps_failing_names_the_store(flaky):
+    proxy, store, _ = flaky
+    proxy.fail(object_store.S3_MAX_ATTEMPTS)
+    with pytest.raises(object_store.StoreError, match=f"{store.uri}: listing failed"):
+        store.list()
+
+
+def test_a_download_is_retried_through_transient_server_errors(flaky, sakila, tmp_path):
+    proxy, store, put = flaky
+    put("mariadb-bin.000001", sakila)
+    proxy.fail(2)
+    assert store.download("mariadb-bin.000001", tmp_path / "target") == len(sakila)
+    assert (tmp_path / "target").read_bytes() == sakila
+
+
+def test_a_download_that_dies_mid_body_resumes_from_the_bytes_written(flaky, sakila, tmp_path):
+    proxy, store, put = flaky
+    put("mariadb-bin.000001", sakila)
+    proxy.cut(2, after=300_000)
+    assert store.download("mariadb-bin.000001", tmp_path / "target", start=1000) == len(sakila) - 1000
+    assert (tmp_path / "target").read_bytes() == sakila[1000:]
+    assert gets(proxy) == [f"bytes={1000 + written}-" for written in (0, 300_000, 600_000)]
+
+
+def test_a_download_that_keeps_dying_names_the_object_and_what_was_written(flaky, sakila, tmp_path):
+    proxy, store, put = flaky
+    put("mariadb-bin.000001", sakila)
+    proxy.cut(object_store.S3_MAX_ATTEMPTS, after=1000)
+    message = f"{store.uri}/mariadb-bin.000001: download failed after {object_store.S3_MAX_ATTEMPTS} attempts, " \
+              f"{object_store.S3_MAX_ATTEMPTS * 1000} bytes"
+    with pytest.raises(object_store.StoreError, match=re.escape(message)):
+        store.download("mariadb-bin.000001", tmp_path / "target", end=len(sakila))
+    assert len(gets(proxy)) == object_store.S3_MAX_ATTEMPTS
+
+
+HOSTILE_NAMES = [
+    ".", "..", "/etc/passwd", "../mariadb-bin.000001", "..\\..\\mariadb-bin.000001", "C:\\mariadb-bin.000001",
+    "mariadb-bin.000001\x00.txt", "mariadb-bin\n.000001", "mariadb-bin\x1b[2J.000001", "mariadb-bin\x7f.000001",
+    "m" * 250 + ".000001",
+]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_hostile_names_are_refused_for_download_and_upload(backend, name, tmp_path):
+    source = tmp_path / "source"
+    source.write_bytes(b"\xfebin")
+    with pytest.raises(UnsafeObjectName, match="not an object name directly under the store's prefix"):
+        backend.store.download(name, tmp_path / "target")
+    with pytest.raises(UnsafeObjectName):
+        backend.store.upload(source, name)
+    assert not (tmp_path / "target").exists()
+    assert backend.store.list() == []  # nothing was written anywhere, in the store or around it
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) in (["source"], ["logs", "source"])
+
+
+@pytest.mark.parametrize("name", ["mariadb-bin\\.000002", "mariadb-bin\t.000002", "mariadb-bin\x01.000002"])
+def test_hostile_names_in_a_listing_are_left_out_and_reported(backend, name, small_binlog, caplog):
+    backend.put_key("logs/mariadb-bin.000001", small_binlog)
+    backend.put_key(f"logs/{name}", small_binlog)
+    with caplog.at_level(logging.WARNING, logger="plugins.object_store"):
+        listed = [obj.name for obj in backend.store.list()]
+    assert listed == ["mariadb-bin.000001"]
+    assert repr(name) in caplog.text and "object left out" in caplog.text
+
+
+def test_plain_names_are_safe():
+    for name in ("mariadb-bin.000001", "mysql-bin.index", "..hidden.000001", "binlog é.000001", "m" * 255):
+        assert safe_name(name) == name

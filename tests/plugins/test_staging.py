@@ -391,3 +391,14 @@ def test_a_backfill_stages_the_files_it_names_and_no_other(bucket_store, binlogs
     assert (staging_dir / "mysql-bin.000010").read_bytes() == binlogs["mysql-bin.checksum-crc32"]
     with pytest.raises(StagingError, match="no longer holds mysql-bin.000003"):
         stage_named(bucket_store, staging_dir, ["mysql-bin.000003"])
+
+
+def test_hostile_keys_in_the_bucket_are_never_staged(s3_server, bucket_store, binlogs, staging_dir, tmp_path):
+    put(bucket_store, "mysql-bin.000001", binlogs["mysql-bin.checksum-crc32"], tmp_path)
+    client = s3_server.client()
+    for key in ("binlogs/..", "binlogs/..\\mysql-bin.000002", "binlogs/mysql-bin.000003\x01", "binlogs/mysql-bin\t.000004"):
+        client.put_object(Bucket=bucket_store.bucket, Key=key, Body=binlogs["mysql-bin.checksum-none"])
+    staged = stage(bucket_store, staging_dir, None)
+    assert [f.name for f in staged] == ["mysql-bin.000001"]
+    assert folder_listing(staging_dir) == [MANIFEST, "mysql-bin.000001"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["staging", "upload"]  # nothing beside the folder
