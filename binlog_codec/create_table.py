@@ -240,11 +240,15 @@ class Reader:
                 depth += 1 if token.text == "(" else -1
         return self.items[start : self.pos - 1]
 
-    def error(self, message: str, token: Token | None = None) -> ValueError:
-        token = token or self.peek() or (self.items[-1] if self.items else None)
+    def where(self, token: Token | None) -> str:
+        """``line N ('its text')`` of ``token``."""
         number = token.line if token else 1
         text = self.lines[number - 1].strip() if 0 < number <= len(self.lines) else ""
-        return ValueError(f"line {number} ({text!r}): {message}")
+        return f"line {number} ({text!r})"
+
+    def error(self, message: str, token: Token | None = None) -> ValueError:
+        token = token or self.peek() or (self.items[-1] if self.items else None)
+        return ValueError(f"{self.where(token)}: {message}")
 
 
 def _split(items: list[Token]) -> list[list[Token]]:
@@ -269,7 +273,7 @@ class ColumnSpec:
     """A column definition as written: type name and arguments, and the attributes that matter."""
 
     name: str
-    line: int
+    where: str  # line N ('its text')
     type_name: str
     arguments: list[Token]
     unsigned: bool = False
@@ -311,14 +315,14 @@ def _arguments(spec: ColumnSpec) -> list[int]:
     """The numbers in a type's parentheses: ``decimal(10,2)`` gives [10, 2]."""
     numbers = [token for token in spec.arguments if not (token.kind == "op" and token.text == ",")]
     if not all(token.kind == "word" and token.text.isdigit() for token in numbers):
-        raise ValueError(f"line {spec.line}: column {spec.name!r}: expected numbers in {spec.type_name}(...)")
+        raise ValueError(f"{spec.where}: column {spec.name!r}: expected numbers in {spec.type_name}(...)")
     return [int(token.text) for token in numbers]
 
 
 def _argument(spec: ColumnSpec, default: int | None) -> int:
     numbers = _arguments(spec)
     if not numbers and default is None:
-        raise ValueError(f"line {spec.line}: column {spec.name!r}: {spec.type_name} needs a length")
+        raise ValueError(f"{spec.where}: column {spec.name!r}: {spec.type_name} needs a length")
     return numbers[0] if numbers else default
 
 
@@ -341,7 +345,7 @@ class _Builder:
         if self.table.charset:
             return default_collation(self.table.charset, self.flavour)
         raise ValueError(
-            f"line {spec.line}: column {spec.name!r} names no character set and the table no DEFAULT CHARSET"
+            f"{spec.where}: column {spec.name!r} names no character set and the table no DEFAULT CHARSET"
         )
 
     def collation(self, spec: ColumnSpec) -> charsets.Collation:
@@ -357,7 +361,7 @@ class _Builder:
         column = Column(index, 0, 0, not spec.not_null, name=spec.name)
         build = self._builder(name)
         if build is None:
-            raise ValueError(f"line {spec.line}: column {spec.name!r}: unsupported type {name}")
+            raise ValueError(f"{spec.where}: column {spec.name!r}: unsupported type {name}")
         build(column, spec)
         if column.real_type in NUMERIC_TYPES:
             column.unsigned = spec.unsigned or column.real_type == ColumnType.YEAR
@@ -439,7 +443,7 @@ class _Builder:
                 raw = token.text.encode("utf-8") if found.codec is None else charsets.encode(token.text, found.id, self.flavour)
                 labels.append(raw.decode("utf-8", "surrogateescape"))
             elif not (token.kind == "op" and token.text == ","):
-                raise ValueError(f"line {token.line}: column {spec.name!r}: expected quoted {spec.type_name} values")
+                raise ValueError(f"{spec.where}: column {spec.name!r}: expected quoted {spec.type_name} values")
         return labels
 
     def _enum(self, column: Column, spec: ColumnSpec) -> None:
@@ -580,7 +584,7 @@ def _column_spec(reader: Reader) -> ColumnSpec:
     token = reader.peek()
     if token is not None and token.kind == "op" and token.text == "(":
         arguments = reader.group()
-    spec = ColumnSpec(name, name_token.line, type_name, arguments)
+    spec = ColumnSpec(name, reader.where(name_token), type_name, arguments)
     while reader.peek() is not None:
         _attribute(reader, spec)
     return spec
