@@ -80,7 +80,10 @@ def pack_string(text: str) -> bytes:
 
 def read_string(cursor: Cursor, what: str) -> str:
     """A string; its size is checked against the bytes left in the chunk before anything is copied."""
+    start = cursor.pos
     size = read_number(cursor, f"{what} size")
+    if size > cursor.remaining:
+        raise BadField(f"{what}: size {size}, but the chunk has {cursor.remaining} bytes left", start)
     return cursor.take(size, what).decode("utf-8", "surrogateescape")
 
 
