@@ -10,7 +10,10 @@ Subcommands:
 * ``transactions FILE...``: transaction boundaries from a quick scan;
 * ``metadata FILE...``: each table map's columns and primary key as WL#4618
   I3 prints them (``mariadb-binlog --print-table-metadata``), or JSON Lines
-  with ``--json``.
+  with ``--json``;
+* ``backup inspect IMAGE``: an online backup image's (WL#4063) header,
+  summary, catalogue and per-table chunk, byte and row counts, or one JSON
+  object with ``--json``.
 
 Errors go to stderr as one line naming the file, the position, the event type
 and what was wrong; the exit status is then 1.
@@ -43,6 +46,7 @@ from .table_map import (
     printable,
 )
 from .transactions import scan_transactions
+from .backup.report import image_report
 
 log = logging.getLogger("binlog_codec")
 
@@ -463,6 +467,54 @@ def cmd_metadata(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _backup_flags(header: dict) -> str:
+    where = "summary in the preamble" if header["summary_in_preamble"] else "summary at the end"
+    binlog = "binlog position" if header["has_binlog_position"] else "no binlog position"
+    order = "big-endian" if header["big_endian"] else "little-endian"
+    return f"flags 0x{header['flags']:04x}: {where}, {binlog}, {order} server"
+
+
+def _backup_text(report: dict) -> str:
+    """The text of ``backup inspect``: header, summary, catalogue, then one line per table."""
+    header, summary, catalogue = report["header"], report["summary"], report["catalogue"]
+    lines = [
+        f"# {report['file']}",
+        f"format version {report['format_version']}, block size {report['block_size']}",
+        f"created {header['creation_time']} by server {header['server_version']} "
+        f"({header['server_version_string']}); {_backup_flags(header)}",
+    ]
+    for snapshot in header["snapshots"]:
+        engine = f" {snapshot['engine']} {snapshot['engine_version']}" if snapshot["engine"] is not None else ""
+        lines.append(f"snapshot {snapshot['snapshot']}: {snapshot['image_type']}{engine}, "
+                     f"format {snapshot['format_version']}, {snapshot['tables']} tables")
+    binlog = "no binlog position"
+    if summary["binlog_file"] is not None:
+        binlog = (f"binlog {summary['binlog_file']}:{summary['binlog_position']} "
+                  f"(group {summary['binlog_group_file']}:{summary['binlog_group_position']})")
+    lines.append(f"summary: validity point {summary['vp_time']}, end {summary['end_time']}, {binlog}")
+    charsets = catalogue["charsets"]
+    lines.append(f"charsets: {charsets[0]} (preamble), {charsets[1]} (server default)"
+                 + "".join(f", {name}" for name in charsets[2:]))
+    lines.append(f"users: {', '.join(catalogue['users']) or '-'}")
+    for database in catalogue["databases"]:
+        items = ", ".join(f"{item['type'].lower()} {item['name']}" for item in database["items"]) or "empty"
+        lines.append(f"database {database['name']}: {items}")
+    lines.append(f"meta-data entries: {report['metadata_entries']}")
+    lines.append(f"#{'snapshot':>8} {'table':>6} {'chunks':>8} {'bytes':>14} {'rows':>12}  name")
+    for table in report["tables"]:
+        rows = "-" if table["rows"] is None else table["rows"]
+        state = "" if table["complete"] or not table["chunks"] else "  (no last chunk)"
+        lines.append(f"{table['snapshot']:>9} {table['table_number']:>6} {table['chunks']:>8} {table['bytes']:>14} "
+                     f"{rows:>12}  {_quoted_table(table['database'], table['table'])}{state}")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_backup_inspect(args: argparse.Namespace, out: TextIO) -> int:
+    report = image_report(args.image)
+    out.write(json.dumps(report, ensure_ascii=False) + "\n" if args.json else _backup_text(report))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="binlog-codec", description="Read MySQL and MariaDB binary log files.")
     parser.add_argument("--version", action="version", version=f"binlog-codec {__version__}")
@@ -517,6 +569,15 @@ def build_parser() -> argparse.ArgumentParser:
     common(metadata)
     metadata.add_argument("--json", action="store_true", help="JSON Lines, one object per table map")
     metadata.set_defaults(run=cmd_metadata)
+
+    backup = commands.add_parser("backup", help="online backup images (WL#4063)")
+    backup_commands = backup.add_subparsers(dest="backup_command", required=True)
+    inspect = backup_commands.add_parser(
+        "inspect", help="header, summary, catalogue and per-table chunk, byte and row counts of a backup image"
+    )
+    inspect.add_argument("image", metavar="IMAGE", help="a backup image file")
+    inspect.add_argument("--json", action="store_true", help="one JSON object")
+    inspect.set_defaults(run=cmd_backup_inspect)
     return parser
 
 
