@@ -270,3 +270,84 @@ def test_corrupt_diffs_are_a_located_error(tmp_path, capsys, command):
     assert status == 1
     assert err.startswith(f"binlog-codec: {target}: at {position} (PARTIAL_UPDATE_ROWS): column @2, JSON diff 0: ")
     assert "value length" in err
+
+
+# -- backup inspect ---------------------------------------------------------------
+
+ORDERS = (
+    "CREATE TABLE `orders` (\n  `id` int(11) NOT NULL,\n  `note` varchar(20) DEFAULT NULL,\n"
+    "  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+)
+
+
+def _backup_image(tmp_path):
+    """A MariaDB backup image: `shop`.`orders` (4 rows in 2 chunks) and `shop`.`blobs` (opaque data)."""
+    from datetime import datetime, timezone
+
+    from binlog_codec.backup import (
+        BackupWriter, Catalogue, Database, Header, ImageType, ItemType, MetadataItem, MetadataKind, ServerVersion,
+        SnapshotInfo, Summary, Table,
+    )
+    from binlog_codec.create_table import table_map_of
+    from binlog_codec.snapshot_rows import encode_rows
+
+    moment = datetime(2026, 11, 22, 1, 2, 3, tzinfo=timezone.utc)
+    orders = table_map_of(ORDERS, database="shop", flavour="mariadb")
+    target = tmp_path / "snapshot.bak"
+    with target.open("wb") as stream:
+        writer = BackupWriter(stream, block_size=4096, header=Header(
+            moment, ServerVersion(10, 11, 6, "10.11.6-MariaDB"), (SnapshotInfo(ImageType.CONSISTENT_SNAPSHOT, 2),)
+        ))
+        writer.write_catalogue(Catalogue(("utf8mb4", "utf8mb4"), ("root",),
+                                         (Database("shop", (Table("orders", 1), Table("blobs", 1))),)))
+        writer.write_metadata([
+            MetadataItem(MetadataKind.GLOBAL, ItemType.DATABASE, 0, create_statement="CREATE DATABASE shop"),
+            MetadataItem(MetadataKind.TABLE, ItemType.TABLE, 0, database=0, snapshot_number=1, create_statement=ORDERS),
+            MetadataItem(MetadataKind.TABLE, ItemType.TABLE, 1, database=0, snapshot_number=1),
+        ])
+        writer.write_table_data(1, 0, encode_rows(orders, [{"id": i, "note": f"n{i}"} for i in range(3)]))
+        writer.write_table_data(1, 1, b"opaque", last=True)
+        writer.write_table_data(1, 0, encode_rows(orders, [{"id": 9, "note": None}]), last=True)
+        writer.finish(Summary(moment, moment, "mariadb-bin.000003", 1234, "mariadb-bin.000003", 1000))
+    return target
+
+
+def test_backup_inspect_text(tmp_path, capsys):
+    target = _backup_image(tmp_path)
+    status, out, err = run(capsys, "backup", "inspect", target)
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[:3] == [
+        f"# {target}",
+        "format version 1, block size 4096",
+        "created 2026-11-22 01:02:03 by server 10.11.6 (10.11.6-MariaDB); "
+        "flags 0x0004: summary at the end, binlog position, little-endian server",
+    ]
+    assert "summary: validity point 2026-11-22 01:02:03, end 2026-11-22 01:02:03, " \
+           "binlog mariadb-bin.000003:1234 (group mariadb-bin.000003:1000)" in lines
+    assert "database shop: table orders, table blobs" in lines
+    assert lines[-2].split() == ["1", "0", "2", "29", "4", "`shop`.`orders`"]
+    assert lines[-1].split() == ["1", "1", "1", "6", "-", "`shop`.`blobs`"]
+
+
+def test_backup_inspect_json(tmp_path, capsys):
+    status, out, _ = run(capsys, "backup", "inspect", "--json", _backup_image(tmp_path))
+    report = json.loads(out)
+    assert status == 0
+    assert report["summary"]["binlog_file"] == "mariadb-bin.000003" and report["summary"]["binlog_position"] == 1234
+    assert report["header"]["snapshots"] == [{
+        "snapshot": 1, "image_type": "CONSISTENT_SNAPSHOT", "format_version": 1, "options": 0, "tables": 2,
+        "engine": None, "engine_version": None,
+    }]
+    assert [(t["table"], t["chunks"], t["bytes"], t["rows"], t["complete"]) for t in report["tables"]] == [
+        ("orders", 2, 29, 4, True), ("blobs", 1, 6, None, True),
+    ]
+
+
+def test_backup_inspect_damaged_image_is_a_located_error(tmp_path, capsys):
+    target = _backup_image(tmp_path)
+    data = target.read_bytes()
+    target.write_bytes(data[:20])
+    status, out, err = run(capsys, "backup", "inspect", target)
+    assert status == 1 and out == ""
+    assert err.startswith(f"binlog-codec: {target}: at 15: image ends at 20, inside a fragment of ")
