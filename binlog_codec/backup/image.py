@@ -92,7 +92,7 @@ SUMMARY_MARKER = 0x00  # first byte of the summary chunk at the end of the image
 MAX_SNAPSHOTS = 0xFF
 MAX_CHARSETS = 256
 
-# The source of chunks and of located errors: a ChunkReader.
+# How located errors are made: ChunkReader.error(error class, message, file offset).
 ErrorFactory = Callable[[type, str, int], Exception]
 
 

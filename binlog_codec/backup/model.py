@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import datetime
 from enum import Enum, IntEnum
 
@@ -185,12 +186,15 @@ class Catalogue:
         A table's position in this list is its number in table data chunks
         and in the meta-data.
         """
-        return [
-            (db_number, table)
-            for db_number, database in enumerate(self.databases)
-            for table in database.tables
-            if table.snapshot_number == snapshot_number
-        ]
+        return self._snapshot_tables.get(snapshot_number, [])
+
+    @cached_property
+    def _snapshot_tables(self) -> dict[int, list[tuple[int, Table]]]:
+        tables: dict[int, list[tuple[int, Table]]] = {}
+        for db_number, database in enumerate(self.databases):
+            for table in database.tables:
+                tables.setdefault(table.snapshot_number, []).append((db_number, table))
+        return tables
 
 
 @dataclass(frozen=True)

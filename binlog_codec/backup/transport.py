@@ -15,7 +15,8 @@ redundancy against corruption::
     initial block = [ block_size:4 ! block data ]      (the next #of initial blocks blocks)
     regular block = [ block data ]
 
-The last block ends right after the end-of-stream marker; it is not padded.
+The last block ends right after the end-of-stream marker; it is not padded
+(bytes after the marker are ignored, with a warning).
 
 **Fragments.** A chunk can span several blocks and a block can hold several
 chunks, so chunks are cut into fragments, each inside one block. A fragment
@@ -373,6 +374,7 @@ class ChunkReader:
                     )
                 self._eos = True
                 self.end_of_stream_offset = at
+                self._warn_trailing_bytes(at)
                 return None
             if header == EOC:
                 return Chunk(b"".join(parts), start, pieces, at + 1 if not pieces else pieces[-1][1] + len(parts[-1]))
@@ -383,6 +385,10 @@ class ChunkReader:
                 length += len(payload)
             if last:
                 return Chunk(b"".join(parts), start, pieces, at + 1 + len(payload))
+
+    def _warn_trailing_bytes(self, marker: int) -> None:
+        if self._pos < len(self._buf) or self._stream.read(1):
+            log.warning("%s: bytes after the end-of-stream marker at %d are ignored", self.name, marker)
 
     def _fragment(self, header: int, at: int) -> tuple[memoryview, bool]:
         """The payload of the fragment whose header (at file offset ``at``) was just read, and

@@ -603,3 +603,16 @@ def test_a_200_mb_image_is_read_with_bounded_memory(tmp_path):
         tracemalloc.stop()
     assert (count, total, summary.binlog_file) == (chunks, chunks * len(chunk), "b.1")
     assert peak < block_size + 4 * len(chunk) + (1 << 20), peak
+
+
+def test_bytes_after_the_end_of_stream_marker_are_ignored_with_a_warning(caplog):
+    data = _small_image(64)
+    with caplog.at_level("WARNING", logger="binlog_codec.backup.transport"):
+        _read_all(data + b"junk")
+    assert f"bytes after the end-of-stream marker at {len(data) - 1} are ignored" in caplog.text
+
+
+def test_an_empty_file_is_not_a_backup_image():
+    with pytest.raises(BadPrefixError, match="found nothing") as caught:
+        _read_all(b"")
+    _located(caught.value, 0)
