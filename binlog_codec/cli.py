@@ -13,7 +13,10 @@ Subcommands:
   with ``--json``;
 * ``backup inspect IMAGE``: an online backup image's (WL#4063) header,
   summary, catalogue and per-table chunk, byte and row counts, or one JSON
-  object with ``--json``.
+  object with ``--json``;
+* ``backup create --database DB ... OUTPUT``: a backup image of a live MariaDB
+  or MySQL server's databases, from a consistent snapshot, with the binlog
+  position of its validity point (:mod:`binlog_codec.backup.create`).
 
 Errors go to stderr as one line naming the file, the position, the event type
 and what was wrong; the exit status is then 1.
@@ -515,6 +518,31 @@ def cmd_backup_inspect(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def cmd_backup_create(args: argparse.Namespace, out: TextIO) -> int:
+    from . import server_rows
+    from .backup import create
+
+    logging.getLogger(create.__name__).setLevel(logging.INFO)  # one line per table: the backup's progress
+    import pymysql
+
+    password = os.environ.get(args.password_env, "") if args.password_env else ""
+    try:
+        connection = server_rows.connect(args.socket, host=args.host, port=args.port, user=args.user, password=password)
+        try:
+            image = create.create_image(args.output, connection, args.database, chunk_size=int(args.chunk_mb * 2**20))
+        finally:
+            connection.close()
+    except (pymysql.MySQLError, ValueError) as exc:
+        print(f"binlog-codec: backup create: {exc}", file=sys.stderr)
+        return 1
+    summary = image.summary
+    out.write(
+        f"{image.path}: {len(image.tables)} tables, {sum(t.rows for t in image.tables)} rows, {image.size} bytes; "
+        f"binlog position at the validity point: {summary.binlog_file}:{summary.binlog_position}\n"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="binlog-codec", description="Read MySQL and MariaDB binary log files.")
     parser.add_argument("--version", action="version", version=f"binlog-codec {__version__}")
@@ -578,6 +606,21 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("image", metavar="IMAGE", help="a backup image file")
     inspect.add_argument("--json", action="store_true", help="one JSON object")
     inspect.set_defaults(run=cmd_backup_inspect)
+    create = backup_commands.add_parser(
+        "create", help="write a backup image of a live server's databases (consistent snapshot, binlog position)"
+    )
+    server = create.add_mutually_exclusive_group(required=True)
+    server.add_argument("--socket", help="the server's Unix socket")
+    server.add_argument("--host", help="the server's host (TCP)")
+    create.add_argument("--port", type=int, default=3306, help="TCP port (default 3306)")
+    create.add_argument("--user", default="root", help="user (default root): needs SELECT, SHOW VIEW and, on MySQL, RELOAD")
+    create.add_argument("--password-env", metavar="VAR", help="the environment variable that holds the password")
+    create.add_argument(
+        "--database", action="append", required=True, metavar="DB", help="a database to back up (repeat for more)"
+    )
+    create.add_argument("--chunk-mb", type=float, default=1.0, help="table data chunk size target in MiB (default 1)")
+    create.add_argument("output", metavar="OUTPUT", help="the image file to write")
+    create.set_defaults(run=cmd_backup_create)
     return parser
 
 
