@@ -59,9 +59,10 @@ Batches (:class:`ImageBatchBuilder`, :func:`image_schema`): one row per row
 change, the after-image's columns by display name, then the change columns of
 the warehouse contract, in its order:
 
-* ``_op`` ``c``/``u``/``d``; ``_binlog_file`` (the file's name, without its
-  folder, so that where a run staged it leaves no trace), ``_binlog_seq`` (its
-  numeric suffix, null for a name without one), ``_binlog_pos`` (start of the
+* ``_op`` ``c``/``u``/``d``, or ``r`` for a row of a backup image (a
+  :class:`~binlog_codec.rows.RowRecord` of kind ``snapshot``);
+  ``_binlog_file`` (the file's name, without its folder, so that where a
+  run staged it leaves no trace), ``_binlog_seq`` (its numeric suffix, null for a name without one), ``_binlog_pos`` (start of the
   rows event, or of the TRANSACTION_PAYLOAD that holds it),
   ``_binlog_inner_offset`` (the rows event's offset inside that payload, null
   outside one: a compressed transaction holds several rows events at one
@@ -111,7 +112,7 @@ Converter = Callable[[Any], Any]
 
 UNSIGNED_BIGINT = pa.decimal128(20, 0)  # 0 to 18446744073709551615, and every signed BIGINT too
 MAX_DECIMAL128_PRECISION = 38
-OPERATIONS = {"insert": "c", "update": "u", "delete": "d"}
+OPERATIONS = {"insert": "c", "update": "u", "delete": "d", "snapshot": "r"}  # snapshot: a row of a backup image
 BEFORE_PREFIX = "_before."
 
 
