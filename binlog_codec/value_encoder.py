@@ -568,5 +568,21 @@ def encode_row_image(
         elif index in partial:
             values += _diff(column, value)
         else:
-            values += value_encoder(column, flavour, assumed_collation)(value)
+            values += _encoder_of(column, flavour, assumed_collation)(value)
     return bytes(nulls) + bytes(values)
+
+
+_ENCODERS: dict[tuple[int, str, int | None], tuple[Column, ValueEncoder]] = {}
+_ENCODERS_LIMIT = 4096
+
+
+def _encoder_of(column: Column, flavour: str, assumed_collation: int | None) -> ValueEncoder:
+    """:func:`value_encoder`, built once per column object (rows of one table share their columns).
+    The cache keeps each column it holds alive, so an id never stands for another column."""
+    key = (id(column), flavour, assumed_collation)
+    found = _ENCODERS.get(key)
+    if found is None or found[0] is not column:
+        if len(_ENCODERS) >= _ENCODERS_LIMIT:
+            _ENCODERS.clear()
+        found = _ENCODERS[key] = (column, value_encoder(column, flavour, assumed_collation))
+    return found[1]
