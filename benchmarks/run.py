@@ -20,13 +20,14 @@ The JSON side (:mod:`json_corpus`) is timed on a synthetic MySQL 8 corpus of
 partial JSON updates: decode rows/s, diff vectors applied per second, binary
 JSON parse MB/s. ``machine.two_process_speedup`` says how much two processes
 gain over one on this machine for pure Python work: the ceiling of the ingest's
-``local[2]`` over ``local[1]`` ratio.
+``local[2]`` over ``local[1]`` ratio. ``backup`` is the write and read speed of a
+~100 MB WL#4063 backup image (:mod:`backup_bench`).
 
 python-mysql-replication reads the file as a replica does: the server that
 wrote it (data kept in ``.bench/mdb``) is started for that measurement,
 streams the file over its Unix socket, and is shut down afterwards.
 
-    python benchmarks/run.py [--repeat 3] [--ingest-repeat 1] [--only NAME ...] [--target-mb 200] [--file BINLOG] [--no-json]
+    python benchmarks/run.py [--repeat 3] [--ingest-repeat 1] [--only NAME ...] [--target-mb 200] [--file BINLOG] [--no-json] [--no-backup]
 
 A missing tool or a failing command is recorded as an error in the results;
 the other measurements still run.
@@ -52,6 +53,7 @@ REPO_ROOT = HERE.parent
 sys.path.insert(0, str(REPO_ROOT))
 sys.path.insert(0, str(HERE))
 
+import backup_bench  # noqa: E402
 import json_corpus  # noqa: E402
 import make_binlog  # noqa: E402
 
@@ -503,6 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     ap.add_argument("--file", type=Path, help="benchmark this binlog instead")
     ap.add_argument("--no-json", action="store_true", help="leave out the JSON corpus measurements")
+    ap.add_argument("--no-backup", action="store_true", help="leave out the backup image measurements")
     args = ap.parse_args(argv)
 
     benches = [b for b in BENCHMARKS if not args.only or b["name"] in args.only]
@@ -641,6 +644,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_json:
         print("timing the JSON corpus ...", file=sys.stderr, flush=True)
         report["json"] = json_corpus.measure(make_binlog.BENCH_DIR / "json", args.repeat)
+    if not args.no_backup:
+        print("timing backup images ...", file=sys.stderr, flush=True)
+        report["backup"] = backup_bench.benchmark(make_binlog.BENCH_DIR / "backup")
     if args.only and RESULTS.exists():
         report["note"] = "partial run (--only)"
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
