@@ -679,6 +679,17 @@ def main(argv: list[str] | None = None) -> int:
             shown = ", ".join(f"{k} {v:.1f} s" for k, v in phases.items() if isinstance(v, (int, float))
                               and k != "decode_reported")
             print(f"  {r['name']} phases: {shown}", file=sys.stderr)
+    print(f"  two processes vs one on this machine (pure Python): {report['machine']['two_process_speedup']}x",
+          file=sys.stderr)
+    if "json" in report:
+        j = report["json"]
+        print(f"  JSON corpus ({j['rows']:,} rows, {j['file_bytes'] / 1e6:.1f} MB): decode {j['decode']['rows_per_s']:,} rows/s, "
+              f"apply {j['apply']['diff_vectors_per_s']:,} diff vectors/s, binary JSON parse {j['parse']['mb_per_s']} MB/s",
+              file=sys.stderr)
+    if "backup" in report:
+        b = report["backup"]
+        print(f"  backup image ({b['bytes'] / 1e6:.0f} MB): write {b['write_mb_per_s']} MB/s, read {b['read_mb_per_s']} MB/s",
+              file=sys.stderr)
     print(f"results written to {RESULTS.relative_to(REPO_ROOT)}", file=sys.stderr)
     return 0
 
