@@ -54,7 +54,7 @@ vector (``_partial_diffs``). It is applied (:func:`binlog_codec.json_diff.apply`
 to the previous document of the row -- the before-image's when it carries the
 column, else the previous state's -- giving the whole document after the
 update, in MySQL's text form. Without a previous document (the key has no known
-state, or its document is itself incomplete) the column keeps the previous value
+state, its document is itself incomplete, or the value known is NULL) the column keeps the previous value
 and is named in ``_incomplete_columns`` until a change carries the whole
 document again. A diff that does not fit the previous document (a path that is
 not there) is an error naming the table, column and position: never a guess
@@ -119,10 +119,12 @@ Limits, each a consequence of what the staged rows do not say:
   match.
 
 Determinism: the same inputs and run name give the same files with the same rows
-in the same order: output is sorted (changes by commit date and log order,
-current by the log position of each row's last change) and files are named
-``<run>-<Spark partition>.parquet``; a rerun first removes the files an earlier
-attempt of the same run left.
+in the same order on the same number of Spark slots: output is sorted (changes
+by commit date and log order, current by the log position of each row's last
+change) and files are named ``<run>-<Spark partition>.parquet``; a rerun first
+removes the files an earlier attempt of the same run left. A large output is
+cut into one file per slot, so on another number of slots the same rows, in the
+same order, are cut into other files.
 
 :func:`materialize_tables` runs the same fold on in-memory Arrow tables without
 Spark (small tables, tests).
@@ -173,6 +175,7 @@ KEY_AFTER, KEY_BEFORE, KEY, GROUP_KEY = "__key_after", "__key_before", "__key", 
 RESERVED = {COMMIT_DATE, INCOMPLETE, VERSION, PRIOR, FINAL, GROUP, KEY_AFTER, KEY_BEFORE, KEY, GROUP_KEY}
 
 ROWS_PER_FILE = 1_000_000  # about how many rows an output file holds
+SPREAD_ROWS = 250_000  # from this many rows on, an output is written by every Spark slot (a file each)
 CHUNK_ROWS = 65536  # rows the Spark fold gathers (whole groups) before folding them in one go
 ARROW_BATCH_ROWS = 1000  # rows of the Arrow batches Spark hands the fold
 MICROS_PER_DAY = 86_400_000_000
@@ -541,10 +544,11 @@ class _Fold:
             pointers[j] = r
             stale.discard(j)
         for j in partial:
-            if j in stale or pointers[j] < 0:
+            applied = None if j in stale or pointers[j] < 0 else self._apply(r, j, pointers[j])
+            if applied is None:
                 stale.add(j)  # no previous document: the previous value stays, incomplete
             else:
-                pointers[j] = self._apply(r, j, pointers[j])
+                pointers[j] = applied
         key_after = tuple(a if carried else b for a, b, carried in zip(self.keys_after[r], key_before, key_present))
         self._put(key_after, _Entry(pointers, stale, version, self._emit(r, pointers, stale)))
 
@@ -555,14 +559,14 @@ class _Fold:
             return self.before[j][pointer - self.n].as_py()
         return self.applied[j][pointer - 2 * self.n]
 
-    def _apply(self, r: int, j: int, previous: int) -> int:
+    def _apply(self, r: int, j: int, previous: int) -> int | None:
         """Row ``r``'s diff vector of column ``j`` applied to the document at ``previous``; the
-        pointer to the new document."""
+        pointer to the new document (None when the previous value is NULL: no document)."""
         name = self.plan.image[j]
         document = self._value(previous, j)
+        if document is None:
+            return None
         try:
-            if document is None:
-                raise json_diff.JsonDiffError("the previous value is NULL, not a document", column=name)
             diffs = json_diff.decode_diffs(self.diffs[r][name], column=name)
             text = json_binary.to_text(json_diff.apply(json_text.from_text(document), diffs, column=name))
         except (json_diff.JsonDiffError, ValueError) as exc:
@@ -1081,9 +1085,12 @@ def _split_lists(frame):
 
 
 def _sorted_frame(frame, rows: int, rows_per_file: int, order: list):
-    """``frame`` sorted by ``order`` into about ``rows / rows_per_file`` partitions, in order: a
-    range partitioning when there are several, none (no sampling pass) for one."""
-    partitions = max(1, -(-rows // rows_per_file))
+    """``frame`` sorted by ``order`` into about ``rows / rows_per_file`` partitions (at least one per
+    Spark slot, up to one per :data:`SPREAD_ROWS` rows, so that a large table is not written by
+    one task), in order: a range partitioning when there are several, none (no sampling pass)
+    for one."""
+    slots = frame.sparkSession.sparkContext.defaultParallelism
+    partitions = max(1, -(-rows // rows_per_file), min(slots, rows // SPREAD_ROWS))
     spread = frame.coalesce(1) if partitions == 1 else frame.repartitionByRange(partitions, *order)
     return spread.sortWithinPartitions(*order)
 

@@ -45,6 +45,7 @@ from pyspark.sql import types as T
 from binlog_codec.cli import main as binlog_codec
 from fixture_facts import path
 from spark_jobs import publish
+from spark_jobs.lock import LOCK_FILE
 from spark_jobs.ingest import ingest
 from spark_jobs.layout import name_of
 
@@ -444,8 +445,9 @@ def test_runs_hold_one_row_with_the_inputs_and_the_checkpoint(run, source, codec
 
 
 def test_the_warehouse_holds_only_published_files(warehouse):
-    """Nothing of the run's work is left behind (the commit's journal folder, if there, is empty)."""
-    tops = sorted(p.name for p in warehouse.iterdir() if p.name != publish.JOURNAL)
+    """Nothing of the run's work is left behind (the commit's journal folder, if there, is empty;
+    the lock file stays, unlocked)."""
+    tops = sorted(p.name for p in warehouse.iterdir() if p.name not in (publish.JOURNAL, LOCK_FILE))
     assert tops == ["changes", "current", "metadata"]
     assert not any((warehouse / publish.JOURNAL).glob("*"))
     assert sorted(p.name for p in (warehouse / "metadata").iterdir()) == sorted(["checkpoint.json", *METADATA_TABLES])
