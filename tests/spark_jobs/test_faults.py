@@ -1,0 +1,190 @@
+"""Fault injection: ``python -m spark_jobs.ingest`` killed with SIGKILL at random moments.
+
+The source is the bundled samples, written the way a server writes them: each
+round the files have grown to a new random length (cut after any event, inside
+a transaction too, so a file still being written is read up to its last
+complete transaction). Each round a run is started and killed, with its whole
+process group (the Spark JVM and its workers too), at a random moment of a
+run's length (the last complete run's); then a recovery run completes. A last
+run reads the complete files.
+
+The warehouse must then hold exactly what one clean run over the complete
+files gives: the same ``changes`` and ``current`` rows, no duplicate
+``(_binlog_seq, _binlog_pos, _binlog_inner_offset, _row_index)``, none missing,
+the same checkpoint, and no run or journal left behind.
+
+The moments are drawn from a seeded generator (``BINLAKE_FAULTS_SEED``). The
+suite kills 3 runs; ``BINLAKE_FAULTS=N`` kills N. Runs skip the validation
+step to spend the time on kills: it writes the run's quality report under
+``quality/`` and publishes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow.dataset as ds
+
+from binlog_codec.reader import BinlogReader
+from binlog_codec.transactions import scan_transactions
+from mariadb import REPO_ROOT
+from spark_jobs import publish
+from spark_jobs.ingest import RUNS_FOLDER
+
+SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
+KILLS = int(os.environ.get("BINLAKE_FAULTS", "3"))
+SEED = int(os.environ.get("BINLAKE_FAULTS_SEED", "20261122"))
+ROW_KEY = ("_binlog_seq", "_binlog_pos", "_binlog_inner_offset", "_row_index")
+
+
+@dataclass
+class Tally:
+    """What the killed runs were doing when they died (the last logger they logged from)."""
+
+    killed: Counter = field(default_factory=Counter)
+    finished_first: int = 0
+
+    def summary(self) -> str:
+        phases = ", ".join(f"{phase}: {n}" for phase, n in sorted(self.killed.items()))
+        return f"{sum(self.killed.values())} runs killed ({phases}); {self.finished_first} finished before their kill"
+
+
+def ingest_command(source: Path, warehouse: Path) -> list[str]:
+    return [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source), "--warehouse", str(warehouse),
+            "--master", "local[2]", "--no-validation"]
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO_ROOT)}
+
+
+def run_to_the_end(source: Path, warehouse: Path, log: Path) -> float:
+    """One complete ingest; returns its wall-clock seconds."""
+    started = time.monotonic()
+    with open(log, "w") as output:
+        done = subprocess.run(ingest_command(source, warehouse), stdout=output, stderr=subprocess.STDOUT,
+                              env=environment(), timeout=900)
+    assert done.returncode == 0, log.read_text()[-4000:]
+    return time.monotonic() - started
+
+
+def run_and_kill(source: Path, warehouse: Path, after: float, log: Path, tally: Tally) -> None:
+    """An ingest killed (SIGKILL to its whole process group) ``after`` seconds into it, unless it
+    finished before."""
+    with open(log, "w") as output:
+        process = subprocess.Popen(ingest_command(source, warehouse), stdout=output, stderr=subprocess.STDOUT,
+                                   env=environment(), start_new_session=True)
+        try:
+            process.wait(timeout=after)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            tally.killed[last_logger(log)] += 1
+            return
+    assert process.returncode == 0, log.read_text()[-4000:]
+    tally.finished_first += 1
+
+
+def last_logger(log: Path) -> str:
+    """The logger of the last line the run logged (``spark startup`` before the first)."""
+    names = [line.split()[3].rstrip(":") for line in log.read_text(errors="replace").splitlines()
+             if line[:2] == "20" and len(line.split()) > 3 and line.split()[2] in ("INFO", "WARNING")]
+    return names[-1] if names else "spark startup"
+
+
+def growth(rng: random.Random, rounds: int) -> list[dict[str, int]]:
+    """``rounds`` growing states of the samples (file name -> length), then the complete files.
+    A file appears once it holds its first transaction and grows event by event (a cut may
+    fall inside a transaction; one inside an event is a broken file, see
+    :func:`test_a_file_cut_inside_an_event_fails_the_run_and_publishes_nothing`)."""
+    cuts = []  # (file index, length) at every event end after the file's first transaction
+    for index, sample in enumerate(SAMPLES):
+        first = next(scan_transactions(sample)).end
+        cuts += [(index, raw.pos + raw.size) for raw in BinlogReader(sample) if raw.pos + raw.size >= first]
+    states = []
+    for index, length in sorted(rng.choice(cuts) for _ in range(rounds)):
+        state = {sample.name: sample.stat().st_size for sample in SAMPLES[:index]}
+        states.append({**state, SAMPLES[index].name: length})
+    return states + [{sample.name: sample.stat().st_size for sample in SAMPLES}]
+
+
+def write_source(source: Path, state: dict[str, int]) -> None:
+    """The source folder as it is when its files have the lengths of ``state``."""
+    source.mkdir(exist_ok=True)
+    for sample in SAMPLES:
+        if sample.name in state:
+            (source / sample.name).write_bytes(sample.read_bytes()[: state[sample.name]])
+
+
+def rows(warehouse: Path, area: str) -> dict[str, list[dict]]:
+    """Per table of ``area`` (``changes`` or ``current``), its rows."""
+    tables = {}
+    for folder in sorted((warehouse / area).glob("*/*")):
+        tables[f"{folder.parent.name}.{folder.name}"] = ds.dataset(folder, partitioning="hive").to_table().to_pylist()
+    return tables
+
+
+def as_multiset(table_rows: list[dict]) -> Counter:
+    return Counter(json.dumps(row, sort_keys=True, default=str) for row in table_rows)
+
+
+def test_runs_killed_at_random_moments_publish_every_row_exactly_once(tmp_path):
+    rng = random.Random(SEED)
+    source, clean, faulted = tmp_path / "source", tmp_path / "clean", tmp_path / "faulted"
+    states = growth(rng, KILLS)
+    write_source(source, states[-1])
+    clean_length = length = run_to_the_end(source, clean, tmp_path / "clean.log")
+    shutil.rmtree(source)
+
+    tally = Tally()
+    for n, state in enumerate(states[:-1]):
+        write_source(source, state)
+        run_and_kill(source, faulted, rng.uniform(0, length), tmp_path / f"killed-{n}.log", tally)
+        length = run_to_the_end(source, faulted, tmp_path / f"recovery-{n}.log")  # the next kill's scale
+        print(f"round {n + 1}/{KILLS}: {tally.summary()}", flush=True)
+    write_source(source, states[-1])
+    run_to_the_end(source, faulted, tmp_path / "last.log")
+    print(f"seed {SEED}, clean run {clean_length:.1f} s: {tally.summary()}")
+
+    expected_changes, changes = rows(clean, "changes"), rows(faulted, "changes")
+    assert sorted(changes) == sorted(expected_changes) and sum(map(len, changes.values())) > 0
+    for table, table_rows in changes.items():
+        keys = Counter(tuple(row[column] for column in ROW_KEY) for row in table_rows)
+        assert [key for key, count in keys.items() if count > 1] == [], f"{table}: duplicate rows"
+        assert as_multiset(table_rows) == as_multiset(expected_changes[table]), f"{table}: rows differ"
+    assert {t: as_multiset(r) for t, r in rows(faulted, "current").items()} == {
+        t: as_multiset(r) for t, r in rows(clean, "current").items()
+    }
+    assert publish.read_checkpoint(faulted) == publish.read_checkpoint(clean)
+    assert publish.read_checkpoint(faulted)[str(source.resolve())]["position"] == SAMPLES[-1].stat().st_size
+    assert not (faulted / RUNS_FOLDER).exists() and not (faulted / publish.JOURNAL).exists()
+    assert sum(tally.killed.values()) + tally.finished_first == KILLS
+
+
+
+
+def test_a_file_cut_inside_an_event_fails_the_run_and_publishes_nothing(tmp_path):
+    """Half an event at a file's end is a broken file, not one being written: the run stops
+    with the located error, and once the file is whole a run publishes all of it."""
+    source, warehouse = tmp_path / "source", tmp_path / "warehouse"
+    sample = SAMPLES[0]
+    last = list(BinlogReader(sample))[-1]
+    write_source(source, {sample.name: last.pos + last.size // 2})
+    broken = subprocess.run(ingest_command(source, warehouse), capture_output=True, text=True,
+                            env=environment(), timeout=900)
+    assert broken.returncode != 0
+    assert f"{sample.name}: at {last.pos}" in broken.stderr and "TruncatedError" in broken.stderr
+    assert not (warehouse / "changes").exists() and publish.read_checkpoint(warehouse) == {}
+    write_source(source, {sample.name: sample.stat().st_size})
+    run_to_the_end(source, warehouse, tmp_path / "whole.log")
+    assert publish.read_checkpoint(warehouse)[str(source.resolve())]["position"] == sample.stat().st_size
