@@ -38,7 +38,6 @@ from .payload import PAYLOAD_SIZE_FIELD, UNCOMPRESSED_SIZE_FIELD
 from .reader import CHECKSUM_CRC32, HEADER_V4, MAGIC, EventHeader, fde_checksum_input
 from .rows import PARTIAL_JSON, RowChange
 from .table_map import (
-    BINARY_COLLATION,
     Column,
     ColumnType,
     OptionalField,

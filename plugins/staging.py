@@ -32,7 +32,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path

@@ -36,7 +36,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
 import sys
 import time
@@ -210,8 +209,9 @@ def _materialize_tables(
     spark, decoded: DecodeResult, keys: dict[tuple[str, str], list[str]], root: Path, out: Path, run_id: str
 ) -> dict[str, int]:
     """Every table of the run materialized into ``out``; changes per table. Tables are submitted
-    from several driver threads at once, so that Spark runs one table's tasks in the slots
-    another table's narrower stages (a sort into one file, a driver-side step) leave idle. Each
+    from several driver threads at once (up to twice the Spark slots), the largest first, so that
+    Spark runs one table's tasks in the slots another table's narrower stages (a sort into one
+    file, a driver-side step) leave idle, and the longest table is not the last to start. Each
     thread has a session of its own (same SparkContext), so the settings one table's
     materialize sets for its duration never leak into another's."""
 
@@ -224,11 +224,11 @@ def _materialize_tables(
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
         return done.changes_rows
 
-    tables = sorted(decoded.images.items())
-    threads = min(len(tables), max(2, spark.sparkContext.defaultParallelism))
+    tables = sorted(decoded.images.items(), key=lambda item: (-decoded.rows.get(item[0], 0), item[0]))
+    threads = min(len(tables), 2 * max(1, spark.sparkContext.defaultParallelism))
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="materialize") as pool:
         futures = [(table_key, pool.submit(one, table_key, images)) for table_key, images in tables]
-        return {f"{database}.{table}": future.result() for (database, table), future in futures}
+        return {f"{database}.{table}": future.result() for (database, table), future in sorted(futures)}
 
 
 def _checkpoint(previous: dict, source: str, decoded: DecodeResult, inputs: Sequence[Input]) -> dict:

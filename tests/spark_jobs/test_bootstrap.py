@@ -23,7 +23,6 @@ import sys
 import threading
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -33,17 +32,15 @@ from binlog_codec.rows import read_rows
 from mariadb_workload import (
     EVOLUTION,
     EVOLVED_TABLES,
-    LABEL,
     TABLES,
-    arrow_as_server_text,
+    assert_current_equals_server,
     evolution_operations,
     operations,
-    server_state,
+    warehouse_rows,
 )
 from spark_jobs import publish
 from spark_jobs.bootstrap import AlreadyBootstrapped, bootstrap
 from spark_jobs.ingest import ingest
-from spark_jobs.layout import table_folder
 
 pytestmark = pytest.mark.integration
 
@@ -145,10 +142,7 @@ def warehouse(spark, scenario, tmp_path_factory) -> dict:
 
 
 def table_rows(root: Path, area: str, table: str) -> list[dict]:
-    """A table's rows, files of different table versions read by column name, types widened."""
-    folder = Path(table_folder(root, area, DATABASE, table))
-    parts = [pq.read_table(file) for file in sorted(folder.rglob("*.parquet"))]
-    return pa.concat_tables(parts, promote_options="permissive").to_pylist()
+    return warehouse_rows(root, area, DATABASE, table)
 
 
 def _astral_as_question_mark(text_hex: str) -> str:
@@ -170,20 +164,7 @@ def test_the_checkpoint_is_the_validity_point_inside_a_file_with_earlier_transac
 
 
 def test_current_equals_select(mariadb, warehouse):
-    root = warehouse["root"]
-    for table in EVOLVED_TABLES:
-        rows = {row["id"]: row for row in table_rows(root, "current", table.name)}
-        wanted = server_state(mariadb, DATABASE, table)
-        assert sorted(map(str, rows)) == sorted(wanted), table.name
-        for key, row in rows.items():
-            unrepresentable = dict(row["_unrepresentable"] or [])
-            assert not row["_incomplete_columns"], (table.name, key, row["_incomplete_columns"])
-            for column in table.columns:
-                ours = arrow_as_server_text(column, row[column.name], unrepresentable)
-                server = wanted[str(key)][table.columns.index(column)]
-                if column.kind == LABEL and ours != server:
-                    server = _astral_as_question_mark(server)
-                assert ours == server, (table.name, key, column.name, ours[:200], server[:200])
+    assert_current_equals_server(mariadb, warehouse["root"], DATABASE, EVOLVED_TABLES, _astral_as_question_mark)
 
 
 def test_changes_hold_the_snapshot_and_every_change_after_it_once(scenario, warehouse):

@@ -23,15 +23,14 @@ import pytest
 from mariadb_workload import (
     EVOLVED_TABLES,
     TEXT,
-    arrow_as_server_text,
+    assert_current_equals_server,
     evolution_operations,
     operations,
-    server_state,
     switching_statements,
+    warehouse_rows,
 )
 from spark_jobs import publish
 from spark_jobs.ingest import ingest
-from spark_jobs.layout import table_folder
 
 pytestmark = pytest.mark.integration
 
@@ -55,11 +54,7 @@ def source(mariadb, tmp_path_factory) -> Path:
 
 
 def table_rows(warehouse: Path, area: str, table: str) -> list[dict]:
-    """A table's rows; files of different table versions (each run writes the schema it knows)
-    are read by column name, types widened, as Spark's mergeSchema and DuckDB's union_by_name do."""
-    folder = Path(table_folder(warehouse, area, DATABASE, table))
-    parts = [pq.read_table(file) for file in sorted(folder.rglob("*.parquet"))]
-    return pa.concat_tables(parts, promote_options="permissive").to_pylist()
+    return warehouse_rows(warehouse, area, DATABASE, table)
 
 
 @pytest.fixture(scope="module")
@@ -71,16 +66,7 @@ def warehouse(spark, source, tmp_path_factory) -> Path:
 
 
 def test_current_equals_select(mariadb, warehouse):
-    for table in EVOLVED_TABLES:
-        rows = {row["id"]: row for row in table_rows(warehouse, "current", table.name)}
-        wanted = server_state(mariadb, DATABASE, table)
-        assert sorted(map(str, rows)) == sorted(wanted), table.name
-        for key, row in rows.items():
-            unrepresentable = dict(row["_unrepresentable"] or [])
-            assert not row["_incomplete_columns"], (table.name, key, row["_incomplete_columns"])
-            ours = [arrow_as_server_text(column, row[column.name], unrepresentable) for column in table.columns]
-            for column, our_value, server_value in zip(table.columns, ours, wanted[str(key)]):
-                assert our_value == server_value, (table.name, key, column.name, our_value[:200], server_value[:200])
+    assert_current_equals_server(mariadb, warehouse, DATABASE, EVOLVED_TABLES)
 
 
 def test_every_latin1_and_cp1251_value_round_trips_to_its_logged_bytes(warehouse):
