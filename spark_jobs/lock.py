@@ -17,11 +17,13 @@ checkpoint or writes into the warehouse therefore runs inside
 
 The lock is :func:`fcntl.flock` on ``<warehouse>/_lock``. The holder writes its
 pid, host, start time and what it is doing into the file, so that a process
-that cannot get the lock says who has it. A process waits up to ``timeout``
-seconds (default: ``$BINLAKE_LOCK_TIMEOUT``, else 10 minutes; 0: do not wait)
-and then raises :class:`WarehouseLocked`. The kernel drops the lock when the
-holder exits, however it exits (a killed process leaves no stale lock, only
-its last words in the file).
+that cannot get the lock says who has it, and removes the file when it is done
+(a process that locked a file just removed tries again on the new one). A
+process waits up to ``timeout`` seconds (default: ``$BINLAKE_LOCK_TIMEOUT``,
+else 10 minutes; 0: do not wait) and then raises :class:`WarehouseLocked`. The
+kernel drops the lock when the holder exits, however it exits: a killed
+process leaves no stale lock, only the file with its last words, which the
+next holder takes over.
 
 The lock is re-entrant within a thread (a step inside a whole-run lock takes
 it again for free) and excludes other threads of the same process.
@@ -90,7 +92,8 @@ def default_timeout() -> float:
 
 
 def read_holder(warehouse: str | os.PathLike[str]) -> dict:
-    """What the last holder of the lock wrote about itself (empty when nothing was written)."""
+    """What the holder of the lock (or a holder that was killed) wrote about itself; empty when
+    nobody holds it."""
     try:
         return json.loads((Path(warehouse) / LOCK_FILE).read_text(encoding="utf-8") or "{}")
     except (OSError, ValueError):
@@ -146,23 +149,36 @@ def locks_warehouse(purpose: str) -> Callable[[Step], Step]:
 def _acquire(root: Path, purpose: str, deadline: float, timeout: float):
     """The open lock file, flock'ed, with this process's particulars written into it."""
     root.mkdir(parents=True, exist_ok=True)
-    handle = open(root / LOCK_FILE, "a+", encoding="utf-8")  # never truncated before the lock is ours
     announced = False
     while True:
+        handle = open(root / LOCK_FILE, "a+", encoding="utf-8")  # never truncated before the lock is ours
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
         except BlockingIOError:
+            handle.close()
             if time.monotonic() >= deadline:
-                handle.close()
                 raise WarehouseLocked(root, read_holder(root), timeout) from None
             if not announced:
                 log.info("warehouse %s is locked by %s; waiting up to %.0f s", root, read_holder(root), timeout)
                 announced = True
             time.sleep(POLL_SECONDS)
+            continue
+        if _still_in_place(root, handle):
+            break
+        handle.close()  # the holder before removed it after we opened it: lock the new one
     _write_holder(handle, purpose)
     log.debug("warehouse %s locked (%s)", root, purpose or "no purpose given")
     return handle
+
+
+def _still_in_place(root: Path, handle) -> bool:
+    """Whether the locked file is the one at ``<warehouse>/_lock`` (not one removed meanwhile)."""
+    try:
+        on_disk = os.stat(root / LOCK_FILE)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (held.st_dev, held.st_ino) == (on_disk.st_dev, on_disk.st_ino)
 
 
 def _write_holder(handle, purpose: str) -> None:
@@ -179,7 +195,8 @@ def _write_holder(handle, purpose: str) -> None:
 
 
 def _release(root: Path, handle) -> None:
-    """Unlock and close; the holder's particulars stay in the file (see :func:`read_holder`)."""
+    """Remove the lock file, then unlock and close it."""
+    (root / LOCK_FILE).unlink(missing_ok=True)
     fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
     handle.close()
     log.debug("warehouse %s unlocked", root)

@@ -105,7 +105,31 @@ def test_the_lock_of_a_killed_holder_is_free(tmp_path):
     holder.wait()
     assert read_holder(warehouse)["pid"] == holder.pid  # its last words stay in the file
     with warehouse_lock(warehouse, timeout=0):
-        assert (warehouse / LOCK_FILE).exists()
+        assert read_holder(warehouse)["pid"] == os.getpid()
+    assert not (warehouse / LOCK_FILE).exists()  # the file is there only while someone holds the lock
+
+
+COUNTER = """
+import sys
+from pathlib import Path
+from spark_jobs.lock import warehouse_lock
+warehouse, counter = sys.argv[1], Path(sys.argv[2])
+for _ in range(int(sys.argv[3])):
+    with warehouse_lock(warehouse):  # read, then write: an increment lost unless the lock excludes
+        value = int(counter.read_text())
+        counter.write_text(str(value + 1))
+"""
+
+
+def test_processes_taking_turns_never_hold_the_lock_together(tmp_path):
+    """Four processes increment a counter 100 times each inside the lock, the lock file removed
+    and created anew at every turn: no increment is lost."""
+    counter = tmp_path / "counter"
+    counter.write_text("0")
+    workers = [subprocess.Popen([sys.executable, "-c", COUNTER, str(tmp_path / "warehouse"), str(counter), "100"],
+                                env=environment()) for _ in range(4)]
+    assert [worker.wait(timeout=600) for worker in workers] == [0, 0, 0, 0]
+    assert counter.read_text() == "400"
 
 
 def test_the_lock_is_reentrant_in_a_thread_and_excludes_other_threads(tmp_path):
