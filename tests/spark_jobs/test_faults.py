@@ -4,16 +4,18 @@ The source is the bundled samples, written the way a server writes them: each
 round the files have grown to a new random length (cut after any event, inside
 a transaction too, so a file still being written is read up to its last
 complete transaction). Each round a run is started and killed, with its whole
-process group (the Spark JVM and its workers too), at a random moment of a
-run's length (the last complete run's); then a recovery run completes. A last
-run reads the complete files.
+process group (the Spark JVM and its workers too), at a random moment: up to a
+second after a random line of its log (as many lines as a clean run logs), so
+that the kills spread over every step, the commit included; then a recovery
+run completes. A last run reads the complete files.
 
 The warehouse must then hold exactly what one clean run over the complete
 files gives: the same ``changes`` and ``current`` rows, no duplicate
 ``(_binlog_seq, _binlog_pos, _binlog_inner_offset, _row_index)``, none missing,
 the same checkpoint, and no run or journal left behind.
 
-The moments are drawn from a seeded generator (``BINLAKE_FAULTS_SEED``). The
+The moments are drawn from a seeded generator (``BINLAKE_FAULTS_SEED``); the
+assertions hold whatever moment a kill lands on. The
 suite kills 3 runs; ``BINLAKE_FAULTS=N`` kills N. Runs skip the validation
 step to spend the time on kills: it writes the run's quality report under
 ``quality/`` and publishes nothing.
@@ -68,24 +70,26 @@ def environment() -> dict[str, str]:
     return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO_ROOT)}
 
 
-def run_to_the_end(source: Path, warehouse: Path, log: Path) -> float:
-    """One complete ingest; returns its wall-clock seconds."""
-    started = time.monotonic()
+def run_to_the_end(source: Path, warehouse: Path, log: Path) -> int:
+    """One complete ingest; returns the number of lines it logged."""
     with open(log, "w") as output:
         done = subprocess.run(ingest_command(source, warehouse), stdout=output, stderr=subprocess.STDOUT,
                               env=environment(), timeout=900)
     assert done.returncode == 0, log.read_text()[-4000:]
-    return time.monotonic() - started
+    return len(logged_lines(log))
 
 
-def run_and_kill(source: Path, warehouse: Path, after: float, log: Path, tally: Tally) -> None:
-    """An ingest killed (SIGKILL to its whole process group) ``after`` seconds into it, unless it
-    finished before."""
+def run_and_kill(source: Path, warehouse: Path, moment: tuple[int, float], log: Path, tally: Tally) -> None:
+    """An ingest killed (SIGKILL to its whole process group) at ``moment``: ``delay`` seconds after
+    it logged its ``lines``-th line, unless it finished before."""
+    lines, delay = moment
     with open(log, "w") as output:
         process = subprocess.Popen(ingest_command(source, warehouse), stdout=output, stderr=subprocess.STDOUT,
                                    env=environment(), start_new_session=True)
+        while process.poll() is None and len(logged_lines(log)) < lines:
+            time.sleep(0.05)
         try:
-            process.wait(timeout=after)
+            process.wait(timeout=delay)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -95,10 +99,15 @@ def run_and_kill(source: Path, warehouse: Path, after: float, log: Path, tally: 
     tally.finished_first += 1
 
 
+def logged_lines(log: Path) -> list[str]:
+    """The lines of the run's Python logging (``<date> <time> <level> <logger>: <message>``)."""
+    return [line for line in log.read_text(errors="replace").splitlines()
+            if line[:2] == "20" and len(line.split()) > 3 and line.split()[2] in ("INFO", "WARNING", "ERROR")]
+
+
 def last_logger(log: Path) -> str:
     """The logger of the last line the run logged (``spark startup`` before the first)."""
-    names = [line.split()[3].rstrip(":") for line in log.read_text(errors="replace").splitlines()
-             if line[:2] == "20" and len(line.split()) > 3 and line.split()[2] in ("INFO", "WARNING")]
+    names = [line.split()[3].rstrip(":") for line in logged_lines(log)]
     return names[-1] if names else "spark startup"
 
 
@@ -143,18 +152,19 @@ def test_runs_killed_at_random_moments_publish_every_row_exactly_once(tmp_path):
     source, clean, faulted = tmp_path / "source", tmp_path / "clean", tmp_path / "faulted"
     states = growth(rng, KILLS)
     write_source(source, states[-1])
-    clean_length = length = run_to_the_end(source, clean, tmp_path / "clean.log")
+    lines = run_to_the_end(source, clean, tmp_path / "clean.log")
     shutil.rmtree(source)
 
     tally = Tally()
     for n, state in enumerate(states[:-1]):
         write_source(source, state)
-        run_and_kill(source, faulted, rng.uniform(0, length), tmp_path / f"killed-{n}.log", tally)
-        length = run_to_the_end(source, faulted, tmp_path / f"recovery-{n}.log")  # the next kill's scale
+        moment = (rng.randint(0, lines), rng.uniform(0, 1))
+        run_and_kill(source, faulted, moment, tmp_path / f"killed-{n}.log", tally)
+        run_to_the_end(source, faulted, tmp_path / f"recovery-{n}.log")
         print(f"round {n + 1}/{KILLS}: {tally.summary()}", flush=True)
     write_source(source, states[-1])
     run_to_the_end(source, faulted, tmp_path / "last.log")
-    print(f"seed {SEED}, clean run {clean_length:.1f} s: {tally.summary()}")
+    print(f"seed {SEED}: {tally.summary()}")
 
     expected_changes, changes = rows(clean, "changes"), rows(faulted, "changes")
     assert sorted(changes) == sorted(expected_changes) and sum(map(len, changes.values())) > 0
