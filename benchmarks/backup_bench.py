@@ -66,6 +66,7 @@ def read_image_data(path: Path) -> int:
 def benchmark(path_dir) -> dict:
     """Write then read a ~100 MB image in ``path_dir``: MB/s of each and the image's size."""
     path = Path(path_dir) / "backup_bench.bak"
+    path.parent.mkdir(parents=True, exist_ok=True)
     chunk = random.Random(0).randbytes(CHUNK_SIZE)
     try:
         started = time.perf_counter()
