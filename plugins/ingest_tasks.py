@@ -42,6 +42,7 @@ from plugins import settings
 from plugins.object_store import ObjectStore, open_store
 from plugins.staging import pending_objects, stage, stage_named
 from spark_jobs import backfill, ingest, publish
+from spark_jobs.lock import warehouse_lock
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,8 @@ def discover(source_uri: str, warehouse: str | Path, *, rebuild: tuple[str, str]
 
     Returns ``{"source", "warehouse", "checkpoint", "pending": [{"name", "size"}], "rebuild"}``;
     an empty ``pending`` means nothing to do."""
-    publish.recover(Path(warehouse))  # a commit a dead run left half done moves the checkpoint
+    with warehouse_lock(warehouse, purpose="discover"):  # never while another process commits
+        publish.recover(Path(warehouse))  # a commit a dead run left half done moves the checkpoint
     position = checkpoint_of(warehouse, source_uri)
     if rebuild is not None:
         return _discover_days(source_uri, Path(warehouse), position, rebuild)

@@ -100,7 +100,7 @@ class IngestResult:
     the validation (:meth:`spark_jobs.validate.QualityOutcome.to_json`), None
     when the run was not validated. ``kind`` is ``ingest``, or ``backfill`` for
     a run of :mod:`spark_jobs.backfill` (with its ``interval`` and the tables it
-    ``skipped``).
+    ``skipped``). ``start_position`` is the source's checkpoint the run was planned from.
     """
 
     run_id: str
@@ -116,6 +116,7 @@ class IngestResult:
     kind: str = "ingest"
     interval: list[str] | None = None
     skipped: list[str] = field(default_factory=list)
+    start_position: dict | None = None
 
     def to_json(self) -> dict:
         """JSON-serialisable; :meth:`from_json` reads it back."""
@@ -124,6 +125,11 @@ class IngestResult:
     @classmethod
     def from_json(cls, data: dict) -> "IngestResult":
         return cls(**{**data, "inputs": [Input(**i) for i in data["inputs"]]})
+
+
+class StaleRun(RuntimeError):
+    """The run was planned from a checkpoint another run has moved since: publishing it would add
+    its changes a second time. Nothing was published; the run must be prepared again."""
 
 
 class QualityFailed(RuntimeError):
@@ -301,6 +307,7 @@ def prepare(
     _copy_metadata(decoded, root, out, run_id)
     shutil.rmtree(work / "staging", ignore_errors=True)
     result.checkpoint = _checkpoint(checkpoint, source_key, decoded, inputs)
+    result.start_position = checkpoint.get(source_key)
     result.seconds = time.monotonic() - clock
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
     return result
@@ -324,7 +331,8 @@ def validate_run(spark, warehouse: str, run_id: str) -> dict:
 def publish_run(warehouse: str, run_id: str) -> IngestResult:
     """Step 6: commit a prepared run: its changes, current, metadata tables, the run record and the
     new checkpoint, in one step. A run that failed validation raises :class:`QualityFailed` and
-    publishes nothing. Publishing a run that is already published does nothing."""
+    publishes nothing, and so does a run planned from a checkpoint another run has moved since
+    (:class:`StaleRun`). Publishing a run that is already published does nothing."""
     root = Path(warehouse).resolve()
     publish.recover(root)
     work = work_folder(root, run_id)
@@ -339,7 +347,15 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     if result.kind == "backfill":  # its day partitions replace the old ones; the checkpoint stays
         publish.commit(root, out, run_id, replaced=publish.REPLACED_FOLDERS + (publish.DAY_PARTITIONS,))
     else:
-        publish.write_atomically(out / publish.CHECKPOINT, json.dumps(result.checkpoint, indent=1, sort_keys=True))
+        committed = publish.read_checkpoint(root)
+        if committed.get(result.source) != result.start_position:
+            shutil.rmtree(work, ignore_errors=True)
+            raise StaleRun(
+                f"run {run_id} was planned from {result.source} at {result.start_position}, but the checkpoint is "
+                f"now {committed.get(result.source)}: nothing published; prepare the run again"
+            )
+        checkpoint = {**committed, result.source: result.checkpoint[result.source]}  # other sources as they are now
+        publish.write_atomically(out / publish.CHECKPOINT, json.dumps(checkpoint, indent=1, sort_keys=True))
         publish.commit(root, out, run_id)
     shutil.rmtree(work, ignore_errors=True)
     _remove_if_empty(root / RUNS_FOLDER)

@@ -109,3 +109,20 @@ def test_table_versions_merge_across_runs_into_one_row_each():
         version("b", ("b.000002", 2, 50, None), ("b.000002", 2, 60, None), 1),
     ]
     assert pipeline.merge_table_schemas([], earlier) == earlier and earlier[0]["rows"] == 5
+
+
+def test_a_run_planned_before_another_commit_is_refused_not_published_twice(spark, tmp_path):
+    warehouse, growing = tmp_path / "warehouse", tmp_path / "growing"
+    growing.mkdir()
+    shutil.copyfile(SAMPLES[0], growing / SAMPLES[0].name)
+    stale = pipeline.prepare(str(growing), str(warehouse), spark=spark)
+    shutil.copyfile(SAMPLES[1], growing / SAMPLES[1].name)
+    pipeline.ingest(str(growing), str(warehouse), spark=spark, validation=False)  # commits both files first
+    def visible() -> dict[str, bytes]:
+        return {name: data for name, data in files(warehouse).items() if not name.startswith(pipeline.RUNS_FOLDER)}
+
+    after = visible()
+    with pytest.raises(pipeline.StaleRun, match="planned from .* at None, but the checkpoint is now"):
+        pipeline.publish_run(str(warehouse), stale.run_id)
+    assert visible() == after  # its rows are not added a second time
+    assert not pipeline.work_folder(warehouse, stale.run_id).exists()  # and it is not tried again
