@@ -5,10 +5,12 @@ records, checkpoint) nor in the staging folder."""
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from mariadb import REPO_ROOT
 from plugins import ingest_tasks
@@ -32,8 +34,29 @@ def parquet_texts(folder: Path) -> list[str]:
     return texts
 
 
-def test_a_planted_secret_key_is_written_nowhere(s3_server, tmp_path, monkeypatch, capfd):
-    """The run's logs are what it prints (Airflow's log handler writes to stdout, Spark to stderr)."""
+@pytest.fixture
+def run_log(tmp_path):
+    """Every log record of the test, at INFO and above, into a file: what a log handler of the
+    user's would write (Airflow may have put its own handlers on the root logger before)."""
+    path = tmp_path / "logs" / "handler.log"
+    path.parent.mkdir()
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(name)s %(levelname)s %(message)s %(args)s"))
+    root = logging.getLogger()
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield path
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+        handler.close()
+
+
+def test_a_planted_secret_key_is_written_nowhere(s3_server, tmp_path, monkeypatch, capfd, run_log):
+    """The run's logs: what it prints (Airflow's log handler writes to stdout, Spark to stderr) and
+    what a log handler receives."""
     secret = f"planted-{secrets.token_hex(16)}"
     bucket = s3_server.create_bucket("secrets")
     for sample in SAMPLES:
@@ -56,8 +79,7 @@ def test_a_planted_secret_key_is_written_nowhere(s3_server, tmp_path, monkeypatc
     ingest_tasks.report(source, warehouse, prepared, quality)
     output = capfd.readouterr()
     logs = tmp_path / "logs" / "run.log"
-    logs.parent.mkdir()
-    logs.write_text(output.out + output.err)
+    logs.write_text(output.out + output.err + run_log.read_text(encoding="utf-8"))
 
     assert len(found["pending"]) == len(SAMPLES) and staged["files"] == [s.name for s in SAMPLES]
     assert quality["success"] and (warehouse / quality["data_docs"]).exists()
