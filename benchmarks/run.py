@@ -245,14 +245,6 @@ def _traceback(text: str, limit: int = 6000) -> str:
     return part if len(part) <= limit else "...\n" + part[-limit:]
 
 
-def _children_cpu() -> float:
-    """User and system CPU seconds of every finished child process and their descendants."""
-    import resource
-
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def spark_ingest(path: Path, master: str, timeout: float) -> tuple[float, dict]:
     """``python -m spark_jobs.ingest`` over a folder holding just ``path`` into a
     fresh warehouse, as its own process (its own JVM). Returns the wall time of
@@ -275,14 +267,12 @@ def spark_ingest(path: Path, master: str, timeout: float) -> tuple[float, dict]:
     with open(log_path, "wb") as log_file:
         started = time.time()
         t0 = time.perf_counter()
-        cpu0 = _children_cpu()
         try:
             proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log_file, timeout=timeout,
                                   cwd=REPO_ROOT, env=env)
         except subprocess.TimeoutExpired as exc:
             raise RuntimeError(f"timed out after {timeout:.0f} s; log in {log_path.relative_to(REPO_ROOT)}") from exc
         seconds = time.perf_counter() - t0
-        cpu_seconds = _children_cpu() - cpu0
         ended = time.time()
     stdout = proc.stdout.decode(errors="replace")
     log_text = log_path.read_text(errors="replace")
@@ -299,10 +289,6 @@ def spark_ingest(path: Path, master: str, timeout: float) -> tuple[float, dict]:
         "bytes": int(summary[3].replace(",", "")),
         "tables": tables,
         "run_seconds": float(summary[5]),
-        # CPU of the whole process tree (driver, JVM, Python workers) over wall time: how many
-        # cores the run kept busy on average
-        "cpu_seconds": round(cpu_seconds, 1),
-        "cores_busy": round(cpu_seconds / seconds, 2),
         "phases": ingest_phases(log_text, started, ended),
         "log": str(log_path.relative_to(REPO_ROOT)),
         "warehouse": str(warehouse.relative_to(REPO_ROOT)),
