@@ -62,6 +62,7 @@ log = logging.getLogger("spark_jobs.ingest")
 
 RUNS_FOLDER = "_runs"
 RUN_FILE = "run.json"
+RUN_RECORDS = Path("metadata") / "runs"
 RUNS_SCHEMA = pa.schema([
     pa.field("run_id", pa.string()),
     pa.field("source", pa.string()),
@@ -260,7 +261,7 @@ def _write_run_record(out: Path, result: IngestResult) -> None:
         "kind": result.kind,
         "interval": result.interval,
     }
-    folder = out / "metadata" / "runs"
+    folder = out / RUN_RECORDS
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist([record], schema=RUNS_SCHEMA), folder / f"{result.run_id}.parquet")
 
@@ -338,6 +339,10 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     work = work_folder(root, run_id)
     if not (work / RUN_FILE).exists():
         log.info("run %s: nothing to publish (already published?)", run_id)
+        return IngestResult(run_id, checkpoint=publish.read_checkpoint(root))
+    if (root / RUN_RECORDS / f"{run_id}.parquet").exists():  # its commit was finished by a recovery
+        log.info("run %s: already published", run_id)
+        shutil.rmtree(work, ignore_errors=True)
         return IngestResult(run_id, checkpoint=publish.read_checkpoint(root))
     result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
     if result.quality is not None and not result.quality["success"]:
