@@ -335,12 +335,12 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     publishes nothing, and so does a run planned from a checkpoint another run has moved since
     (:class:`StaleRun`). Publishing a run that is already published does nothing."""
     root = Path(warehouse).resolve()
-    publish.recover(root)
+    recovered = publish.recover(root)
     work = work_folder(root, run_id)
     if not (work / RUN_FILE).exists():
         log.info("run %s: nothing to publish (already published?)", run_id)
         return IngestResult(run_id, checkpoint=publish.read_checkpoint(root))
-    if (root / RUN_RECORDS / f"{run_id}.parquet").exists():  # its commit was finished by a recovery
+    if run_id in recovered:  # an earlier attempt died inside the commit: the recovery finished it
         log.info("run %s: already published", run_id)
         shutil.rmtree(work, ignore_errors=True)
         return IngestResult(run_id, checkpoint=publish.read_checkpoint(root))
