@@ -84,25 +84,32 @@ last seen before it (the ALTER gave them a DEFAULT the log does not hold). This
 step records nothing about schemas (``metadata/table_schemas`` is written
 elsewhere); :class:`MergedSchema` is the merged schema it used.
 
-How (Spark, :func:`materialize`). Staged files are grouped by Parquet schema
-(footers read with pyarrow), each group read with ``spark.read.parquet`` and
-projected onto the merged schema, then ``unionByName``. Every row gets its key
-before (``_before``) and after the change; the updates whose key changes (rare
-under a primary key; every real update of a table without one) are collected and
-joined into connected components (driver-side union-find, a broadcast join back),
-so that all changes of one row -- across key changes -- share a group. Rows are
-repartitioned by the group's hash, sorted within partitions by group and log
-order (``_binlog_seq``, ``_binlog_file``, ``_binlog_pos``, ``_binlog_inner_offset``
-nulls first, ``_row_index``; the ``current`` rows before them), and folded by
-``mapInArrow`` in chunks of whole groups: Arrow in, Arrow out. The fold
-(:func:`fold_table`) never turns values into Python objects: it tracks, per key
-and column, *which input value* holds the state (an after-image or before-image
-value of an input row) and builds each output column with one ``take``. Only
-keys and the column lists are read into Python. Rows of ``current`` whose keys
-no change touches bypass the fold. Spark hands the fold Arrow batches of 1000
-rows (its writer of nested columns slows down on larger batches) and the fold
-returns the lists of names as NUL-joined text (Spark reads Arrow lists back far
-slower), split into lists again in Spark.
+How (Spark, :func:`materialize`). Spark runs three waves of Python tasks over
+the table's files (staged files and the ``current`` files, grouped by Parquet
+schema from their footers); the rows never pass through the JVM:
+
+1. *Key changes*, a task per staged file: the updates whose after-image moves
+   the row to another key (rare under a primary key; every real update of a
+   table without one). The driver joins them, in log order, into connected
+   components (union-find), so that all changes of one row -- across key
+   changes -- share a group, named by its first key.
+2. *Buckets*, a task per file: each row, projected onto the merged schema, goes
+   to the bucket of its group (CRC-32 of the group's key, so every process
+   agrees), an Arrow file per bucket and input. A table small enough for one
+   bucket skips this wave.
+3. *Fold*, a task per bucket: the bucket's rows sorted in log order
+   (``_binlog_seq``, ``_binlog_file``, ``_binlog_pos``, ``_binlog_inner_offset``
+   nulls first, ``_row_index``; the ``current`` rows before them) and folded
+   (:func:`fold_table`), its changes written a file per commit date, its latest
+   rows a file. The fold never turns values into Python objects: it tracks, per
+   key and column, *which input value* holds the state (an after-image or
+   before-image value of an input row) and builds each output column with one
+   ``take``. Only keys and the column lists are read into Python.
+
+A bucket holds about ``rows_per_file`` rows, and a large table has at least one
+bucket per Spark slot, so that memory per task is bounded and every slot folds.
+Each output file is in log order; the files of one run split the keys between
+them (query with ``ORDER BY`` the change key for one log order across files).
 
 Limits, each a consequence of what the staged rows do not say:
 
@@ -119,12 +126,11 @@ Limits, each a consequence of what the staged rows do not say:
   match.
 
 Determinism: the same inputs and run name give the same files with the same rows
-in the same order on the same number of Spark slots: output is sorted (changes
-by commit date and log order, current by the log position of each row's last
-change) and files are named ``<run>-<Spark partition>.parquet``; a rerun first
-removes the files an earlier attempt of the same run left. A large output is
-cut into one file per slot, so on another number of slots the same rows, in the
-same order, are cut into other files.
+in the same order on the same number of Spark slots: each output is sorted
+(changes in log order, current by the log position of each row's last change)
+and files are named ``<run>-<bucket>.parquet``; a rerun first removes the files
+an earlier attempt of the same run left. A large table has a bucket per slot, so
+on another number of slots the same rows are cut into other files.
 
 :func:`materialize_tables` runs the same fold on in-memory Arrow tables without
 Spark (small tables, tests).
@@ -142,6 +148,7 @@ import posixpath
 import re
 import sys
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -167,20 +174,18 @@ INNER_OFFSET = "_binlog_inner_offset"
 ORDER = ("_binlog_seq", "_binlog_file", "_binlog_pos", INNER_OFFSET, "_row_index")
 COMMIT_DATE = "commit_date"
 INSERTS, UPDATE, DELETE = ("c", "r"), "u", "d"
-NAME_LISTS = (PRESENT, PARTIAL, INCOMPLETE)  # list<string> change columns
 
 # Columns of the fold's input and output only.
-VERSION, PRIOR, FINAL, GROUP = "__version", "__prior", "__final", "__group"
-KEY_AFTER, KEY_BEFORE, KEY, GROUP_KEY = "__key_after", "__key_before", "__key", "__group_key"
-RESERVED = {COMMIT_DATE, INCOMPLETE, VERSION, PRIOR, FINAL, GROUP, KEY_AFTER, KEY_BEFORE, KEY, GROUP_KEY}
+VERSION, PRIOR, FINAL = "__version", "__prior", "__final"
+RESERVED = {COMMIT_DATE, INCOMPLETE, VERSION, PRIOR, FINAL}
 
 ROWS_PER_FILE = 1_000_000  # about how many rows an output file holds
 SPREAD_ROWS = 250_000  # from this many rows on, an output is written by every Spark slot (a file each)
-CHUNK_ROWS = 65536  # rows the Spark fold gathers (whole groups) before folding them in one go
-ARROW_BATCH_ROWS = 1000  # rows of the Arrow batches Spark hands the fold
+BATCH_ROWS = 65536  # rows read from an input file at a time
+ROW_GROUP_ROWS = 131072  # rows of a Parquet row group in the output files
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"  # the commit_date folder of rows without a commit time (Hive's name)
 MICROS_PER_DAY = 86_400_000_000
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=-]*")
-_SPARK_PART = re.compile(r"part-(\d+)-.*?(?:\.c(\d+))?(?:\.[a-z0-9]+)*\.parquet")
 
 
 class SchemaConflict(ValueError):
@@ -410,6 +415,16 @@ def _keys(arrays: list[pa.Array], convert: bool) -> list[tuple]:
     return list(zip(*columns))
 
 
+def row_keys(table: pa.Table, key: Sequence[str]) -> tuple[list[tuple], list[tuple]]:
+    """Per row, the values of the key columns in its after-image and in its before-image (nested
+    values made hashable; a row without a before-image: nulls)."""
+    before = table.column(BEFORE).combine_chunks()
+    before_columns = dict(zip((each.name for each in before.type), before.flatten()))
+    after = [table.column(name).combine_chunks() for name in key]
+    convert = any(pa.types.is_nested(array.type) for array in after)
+    return _keys(after, convert), _keys([before_columns[name] for name in key], convert)
+
+
 class _Entry:
     """The state of one row: per image column a pointer to the value (row r's after-image:
     r; its before-image: n + r; the k-th document a diff vector gave the column: 2n + k;
@@ -444,9 +459,7 @@ class _Fold:
         self.unrepresentable = _sparse_maps(table.column(UNREPRESENTABLE))
         self.diffs = _sparse_maps(table.column(DIFFS))
         self.applied: dict[int, list[str]] = {}  # per column, the documents diff vectors gave it
-        convert = any(pa.types.is_nested(self.after[j].type) for j in self.key_index)
-        self.keys_after = _keys([self.after[j] for j in self.key_index], convert)
-        self.keys_before = _keys([self.before[j] for j in self.key_index], convert)
+        self.keys_after, self.keys_before = row_keys(table, plan.key)
         self._known_before()
         self._columns_of = functools.lru_cache(maxsize=None)(self._columns)
         self.states: dict[tuple, list[_Entry]] = {}
@@ -534,9 +547,8 @@ class _Fold:
         self._put(self.keys_after[r], _Entry(pointers, set(), version, self._emit(r, pointers, set())))
 
     def _update(self, r: int, version: int) -> None:
-        whole, partial, key_present = self._columns_of(version, self.present_ids[r], self.partial_ids[r])
-        key_before = self.keys_before[r]
-        pointers, stale = self._previous(self._take(key_before), version)
+        whole, partial, _ = self._columns_of(version, self.present_ids[r], self.partial_ids[r])
+        pointers, stale = self._previous(self._take(self.keys_before[r]), version)
         for j in self._before_columns(r):
             pointers[j] = self.n + r
             stale.discard(j)
@@ -549,8 +561,16 @@ class _Fold:
                 stale.add(j)  # no previous document: the previous value stays, incomplete
             else:
                 pointers[j] = applied
-        key_after = tuple(a if carried else b for a, b, carried in zip(self.keys_after[r], key_before, key_present))
-        self._put(key_after, _Entry(pointers, stale, version, self._emit(r, pointers, stale)))
+        self._put(self._key_after(r, version), _Entry(pointers, stale, version, self._emit(r, pointers, stale)))
+
+    def _key_after(self, r: int, version: int) -> tuple:
+        """An update's key after it: the after-image's key columns, the before-image's where it does not carry them."""
+        _, _, key_present = self._columns_of(version, self.present_ids[r], self.partial_ids[r])
+        return tuple(a if carried else b for a, b, carried in zip(self.keys_after[r], self.keys_before[r], key_present))
+
+    def key_changes(self) -> list[tuple[tuple, tuple]]:
+        """(key before, key after) of every row, all updates."""
+        return [(self.keys_before[r], self._key_after(r, version)) for r, version in enumerate(self.versions.tolist())]
 
     def _value(self, pointer: int, j: int) -> Any:
         if pointer < self.n:
@@ -654,7 +674,7 @@ class _Fold:
         computed = {INCOMPLETE: self._incomplete(pointers, rows), UNREPRESENTABLE: self._unrepresentable(pointers, rows)}
         changes = split_schema(self.table.schema)[1]
         for each in changes:
-            if each.name in (VERSION, PRIOR, GROUP):
+            if each.name in (VERSION, PRIOR):
                 continue
             arrays.append(computed[each.name] if each.name in computed else self.table.column(each.name).take(rows))
             names.append(each.name)
@@ -690,39 +710,6 @@ def _without_gc() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def _last_group_start(groups: pa.ChunkedArray) -> int:
-    values = groups.to_numpy()
-    changes = np.flatnonzero(values != values[-1])
-    return int(changes[-1]) + 1 if len(changes) else 0
-
-
-def _joined_lists(table: pa.Table) -> pa.Table:
-    """The lists of names as NUL-joined text: Spark reads Arrow lists back far slower than strings."""
-    for name in NAME_LISTS:
-        table = table.set_column(table.schema.get_field_index(name), name, pc.binary_join(table.column(name), "\x00"))
-    return table
-
-
-def fold_batches(batches: Iterator[pa.RecordBatch], plan: FoldPlan) -> Iterator[pa.RecordBatch]:
-    """:func:`fold_table` over a partition sorted by ``__group`` then log order, in chunks of whole
-    groups; the lists of names (``_present_columns``, ...) come out as NUL-joined text."""
-    pending: list[pa.RecordBatch] = []
-    rows = 0
-    for batch in batches:
-        pending.append(batch)
-        rows += batch.num_rows
-        if rows < CHUNK_ROWS:
-            continue
-        table = pa.Table.from_batches(pending)
-        cut = _last_group_start(table.column(GROUP))
-        if cut:
-            yield from _joined_lists(fold_table(table.slice(0, cut), plan)).to_batches()
-            rest = table.slice(cut)
-            pending, rows = rest.to_batches(), rest.num_rows
-    if rows:
-        yield from _joined_lists(fold_table(pa.Table.from_batches(pending), plan)).to_batches()
 
 
 # -- in memory ------------------------------------------------------------------
@@ -839,16 +826,8 @@ def _is_run_file(run_name: str, name: str) -> bool:
     return re.fullmatch(re.escape(run_name) + r"-\d{5,}(?:-c\d{3,})?\.parquet", name) is not None
 
 
-def _output_name(run_name: str, spark_name: str) -> str | None:
-    found = _SPARK_PART.fullmatch(spark_name)
-    if found is None:
-        return None
-    part, copy = int(found.group(1)), int(found.group(2) or 0)
-    return f"{run_name}-{part:05d}" + (f"-c{copy:03d}" if copy else "") + ".parquet"
-
-
 def _publish_files(written: str, folder: str, run_name: str, *, replace: bool) -> list[str]:
-    """Move Spark's part files from ``written`` into ``folder`` under ``<run>-<part>`` names,
+    """Move the files under ``written`` (already named ``<run>-<bucket>.parquet``) into ``folder``,
     keeping partition folders. ``replace``: ``folder`` is emptied first; otherwise only files an
     earlier attempt of this run left there are removed. Returns the new files (paths as ``folder``'s)."""
     filesystem, source = _filesystem(written)
@@ -862,11 +841,9 @@ def _publish_files(written: str, folder: str, run_name: str, *, replace: bool) -
                 filesystem.delete_file(info.path)
     moved = []
     for info in filesystem.get_file_info(pafs.FileSelector(source, recursive=True, allow_not_found=True)):
-        name = _output_name(run_name, posixpath.basename(info.path)) if info.type == pafs.FileType.File else None
-        if name is None:
+        if info.type != pafs.FileType.File:
             continue
-        relative = posixpath.dirname(posixpath.relpath(info.path, source))
-        destination = posixpath.normpath(posixpath.join(target, relative, name))
+        destination = posixpath.join(target, posixpath.relpath(info.path, source))
         filesystem.create_dir(posixpath.dirname(destination), recursive=True)
         filesystem.move(info.path, destination)
         moved.append(folder.rstrip("/") + "/" + posixpath.relpath(destination, target))
@@ -907,93 +884,145 @@ class MaterializeResult:
     seconds: float
 
 
-@contextlib.contextmanager
-def _session_conf(spark, settings: dict[str, str]) -> Iterator[None]:
-    """Session settings for the duration of a block, restored after it."""
-    before = {name: spark.conf.get(name, None) for name in settings}
-    for name, value in settings.items():
-        spark.conf.set(name, value)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                spark.conf.unset(name)
-            else:
-                spark.conf.set(name, value)
+@dataclass(frozen=True)
+class _Input:
+    """One input file of a table: its path, its table version (index into ``FoldPlan.versions``)
+    and whether it is a file of ``current``."""
+
+    path: str
+    version: int
+    prior: bool
 
 
-def _spark_type(kind: pa.DataType):
-    from pyspark.sql.pandas.types import from_arrow_type
+@dataclass(frozen=True)
+class _Table:
+    """What every task of one table needs: the merged schema, the fold plan, the number of buckets
+    and the scratch folder."""
 
-    return from_arrow_type(kind, prefer_timestamp_ntz=True)
-
-
-def _spark_schema(fields: Iterable[pa.Field]):
-    from pyspark.sql.types import StructField, StructType
-
-    return StructType([StructField(each.name, _spark_type(each.type), True) for each in fields])
-
-
-def _column(name: str):
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
+    merged: MergedSchema
+    plan: FoldPlan
+    buckets: int
+    scratch: str
+    run_name: str
 
 
-def _project_frame(frame, schema: pa.Schema, merged: MergedSchema, version: int, prior: bool):
-    """A staged (or ``current``) frame with the merged schema's columns, its version and origin."""
-    from pyspark.sql import functions as F
-
-    def value(available: bool, expression, kind: pa.DataType):
-        return expression.cast(_spark_type(kind)) if available else F.lit(None).cast(_spark_type(kind))
-
-    names = set(schema.names)
-    before_names = {each.name for each in schema.field(BEFORE).type} if BEFORE in names else set()
-    before = F.struct(*[
-        value(each.name in before_names, F.col(BEFORE).getField(each.name), each.type).alias(each.name)
-        for each in merged.image
-    ])
-    columns = [value(each.name in names, _column(each.name), each.type).alias(each.name) for each in merged.image]
-    for each in merged.changes:
-        if each.name == BEFORE:
-            empty = F.lit(None).cast(_spark_type(each.type))
-            columns.append((F.when(F.col(BEFORE).isNull(), empty).otherwise(before) if before_names else empty).alias(BEFORE))
-        else:
-            columns.append(value(each.name in names, _column(each.name), each.type).alias(each.name))
-    return frame.select(*columns, F.lit(version).cast("int").alias(VERSION), F.lit(prior).alias(PRIOR))
+def _read_input(source: _Input, merged: MergedSchema, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
+    """An input file in batches of :data:`BATCH_ROWS` rows, projected onto ``merged`` and tagged
+    with its version and origin (``columns``: read only these, the others null)."""
+    filesystem, path = _filesystem(source.path)
+    parquet = pq.ParquetFile(path, filesystem=filesystem)
+    names = None if columns is None else [name for name in parquet.schema_arrow.names if name in columns]
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=names):
+        yield _tagged(pa.Table.from_batches([batch]), merged, source.version, source.prior)
 
 
-def _read_groups(spark, groups: list[tuple[pa.Schema, list[str]]], merged: MergedSchema, first_version: int, prior: bool):
-    """The union of the groups' frames projected onto ``merged``; None without groups."""
-    frames = [
-        _project_frame(spark.read.schema(_spark_schema(schema)).parquet(*files), schema, merged, first_version + n, prior)
-        for n, (schema, files) in enumerate(groups)
-    ]
-    return functools.reduce(lambda a, b: a.unionByName(b), frames) if frames else None
+def _key_changes(source: _Input, table: _Table) -> list[tuple[tuple, Any, Any]]:
+    """The updates of a staged file whose after-image moves the row to another key, as
+    (log order, before key, after key); only the columns that say so are read."""
+    if source.prior:
+        return []
+    columns = {*table.plan.key, OP, BEFORE, PRESENT, PARTIAL, *ORDER}
+    found = []
+    for rows in _read_input(source, table.merged, columns):
+        updates = rows.filter(pc.equal(rows.column(OP), UPDATE))
+        if updates.num_rows:
+            order = zip(*(updates.column(name).to_pylist() for name in ORDER))
+            moves = _Fold(updates, table.plan).key_changes()
+            found += [(_log_order(position), before, after) for position, (before, after) in zip(order, moves) if before != after]
+    return found
 
 
-def _with_keys(frame, key: tuple[str, ...]):
-    """``__key_before`` (updates and deletes: the before-image's key), ``__key_after`` (inserts and
-    ``current`` rows: the row's key; updates: the after-image's key, the before-image's where the
-    after-image does not carry a key column) and ``__key`` (the before key, else the after key)."""
-    from pyspark.sql import functions as F
+def _log_order(position: tuple) -> tuple:
+    """A sort key of log order (nulls first) for a tuple of :data:`ORDER` values."""
+    return tuple((value is not None, value) for value in position)
 
-    carried = {
-        name: F.array_contains(F.col(PRESENT), name) & ~F.coalesce(F.array_contains(F.col(PARTIAL), name), F.lit(False))
-        for name in key
-    }
-    after = F.struct(*[_column(name).alias(name) for name in key])
-    before = F.struct(*[F.col(BEFORE).getField(name).alias(name) for name in key])
-    updated = F.struct(*[
-        F.when(carried[name], _column(name)).otherwise(F.col(BEFORE).getField(name)).alias(name) for name in key
-    ])
-    op, prior = F.col(OP), F.col(PRIOR)
-    return (
-        frame.withColumn(KEY_BEFORE, F.when(~prior & op.isin(UPDATE, DELETE), before))
-        .withColumn(KEY_AFTER, F.when(prior | op.isin(*INSERTS), after).when(op == UPDATE, updated))
-        .withColumn(KEY, F.coalesce(F.col(KEY_BEFORE), F.col(KEY_AFTER)))
+
+def _bucket_numbers(rows: pa.Table, plan: FoldPlan, roots: dict, buckets: int) -> np.ndarray:
+    """Per row, the bucket of its key's group: the root of the key changes linking its key (the
+    key naming its previous state: the before-image's for updates and deletes, else its own),
+    hashed by CRC-32 of its text so every process agrees."""
+    after, before = row_keys(rows, plan.key)
+    ops, prior = rows.column(OP).to_pylist(), rows.column(PRIOR).to_pylist()
+    keys = [b if not p and op in (UPDATE, DELETE) else a for a, b, op, p in zip(after, before, ops, prior)]
+    return np.fromiter(
+        (zlib.crc32(repr(roots.get(key, key)).encode()) % buckets for key in keys), dtype=np.int64, count=len(keys)
     )
+
+
+def _part_file(table: _Table, bucket: int, source: int) -> str:
+    return f"{table.scratch}/parts/{bucket:05d}/{source:05d}.arrow"
+
+
+def _partition(number: int, source: _Input, table: _Table, roots: dict) -> list[int]:
+    """One input file's rows, projected and tagged, written into an Arrow file per bucket; rows per bucket."""
+    filesystem, _ = _filesystem(table.scratch)
+    writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
+    counts = [0] * table.buckets
+    try:
+        for rows in _read_input(source, table.merged):
+            numbers = _bucket_numbers(rows, table.plan, roots, table.buckets)
+            order = np.argsort(numbers, kind="stable")
+            rows, numbers = rows.take(order), numbers[order]
+            starts = np.searchsorted(numbers, np.arange(table.buckets + 1))
+            for bucket in np.flatnonzero(np.diff(starts)).tolist():
+                if bucket not in writers:
+                    _, path = _filesystem(_part_file(table, bucket, number))
+                    filesystem.create_dir(posixpath.dirname(path), recursive=True)
+                    writers[bucket] = pa.ipc.new_file(filesystem.open_output_stream(path), rows.schema)
+                writers[bucket].write_table(rows.slice(starts[bucket], starts[bucket + 1] - starts[bucket]))
+                counts[bucket] += int(starts[bucket + 1] - starts[bucket])
+    finally:
+        for writer in writers.values():
+            writer.close()
+    return counts
+
+
+def _bucket_rows(bucket: int, inputs: Sequence[_Input], table: _Table) -> pa.Table:
+    """The rows of one bucket: its Arrow parts, or every input when the table is one bucket."""
+    if table.buckets == 1:
+        parts = [rows for source in inputs for rows in _read_input(source, table.merged)]
+    else:
+        filesystem, folder = _filesystem(f"{table.scratch}/parts/{bucket:05d}")
+        found = filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
+        parts = []
+        for info in sorted(found, key=lambda each: each.path):
+            with filesystem.open_input_file(info.path) as handle:
+                parts.append(pa.ipc.open_file(handle).read_all())
+    return pa.concat_tables(parts) if parts else pa.table({PRIOR: pa.array([], pa.bool_())})
+
+
+def _write_parquet(rows: pa.Table, name: str) -> None:
+    filesystem, path = _filesystem(name)
+    filesystem.create_dir(posixpath.dirname(path), recursive=True)
+    pq.write_table(rows, path, filesystem=filesystem, row_group_size=ROW_GROUP_ROWS, compression="snappy")
+
+
+def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[int, int]:
+    """Fold one bucket's rows in log order (``current`` rows first) and write its changes (a file per
+    commit date, the date a folder ``commit_date=...``, not a column) and its latest rows; returns
+    the number of each."""
+    rows = _bucket_rows(bucket, inputs, table)
+    if not rows.num_rows:
+        return 0, 0
+    folded = fold_table(_sorted(rows, [(PRIOR, "descending", "at_end")]), table.plan)
+    name = f"{table.run_name}-{bucket:05d}.parquet"
+    changes = folded.filter(pc.invert(folded.column(PRIOR))).drop_columns([FINAL, PRIOR])
+    days = changes.column(COMMIT_DATE)
+    for day in sorted(pc.unique(days).to_pylist(), key=lambda each: (each is None, each)):
+        chosen = pc.is_null(days) if day is None else pc.equal(days, pa.scalar(day, days.type))
+        folder = f"commit_date={NULL_PARTITION if day is None else day.isoformat()}"
+        _write_parquet(changes.filter(chosen).drop_columns([COMMIT_DATE]), f"{table.scratch}/changes/{folder}/{name}")
+    latest = _sorted(folded.filter(folded.column(FINAL)).drop_columns([COMMIT_DATE, FINAL, PRIOR]))
+    if latest.num_rows:
+        _write_parquet(latest, f"{table.scratch}/current/{name}")
+    return changes.num_rows, latest.num_rows
+
+
+def _run(spark, function, items: Sequence[Any]) -> list[Any]:
+    """``function`` over ``items`` as Spark tasks, one each; their results in order."""
+    if not items:
+        return []
+    return spark.sparkContext.parallelize(list(items), len(items)).map(function).collect()
 
 
 def _hashable_row(value: Any) -> Any:
@@ -1027,79 +1056,21 @@ def _components(edges: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     return [(original[key], original[find(key)]) for key in parent if find(key) != key]
 
 
-def _order_columns():
-    from pyspark.sql import functions as F
-
-    return [F.col(name).asc_nulls_first() for name in ORDER]
-
-
-def _key_roots(spark, frame):
-    """The keys that key changes link to an earlier key, as a frame ``(__from, __root)`` (None when
-    no key changes), and the number of key changes."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructField, StructType
-
-    changed = frame.filter((F.col(OP) == UPDATE) & ~F.col(KEY_BEFORE).eqNullSafe(F.col(KEY_AFTER)))
-    found = changed.select(KEY_BEFORE, KEY_AFTER, *ORDER).collect()  # few: sorted here, no sampling pass
-    found.sort(key=lambda row: tuple((value is not None, value) for value in row[2:]))
-    edges = [(row[0], row[1]) for row in found]
-    mapping = _components(edges)
-    log.info("%d key changes link %d keys to an earlier key", len(edges), len(mapping))
-    if not mapping:
-        return None, len(edges)
-    key_type = frame.schema[KEY].dataType
-    schema = StructType([StructField("__from", key_type, True), StructField("__root", key_type, True)])
-    return F.broadcast(spark.createDataFrame(mapping, schema)), len(edges)
+def _key_roots(spark, inputs: Sequence[_Input], table: _Table) -> tuple[dict, int]:
+    """Per key that key changes link to an earlier key, the root of its component (see
+    :func:`_components`), and the number of key changes."""
+    found = [move for moves in _run(spark, functools.partial(_key_changes, table=table), inputs) for move in moves]
+    found.sort(key=lambda move: move[0])
+    mapping = _components([(before, after) for _, before, after in found])
+    log.info("%d key changes link %d keys to an earlier key", len(found), len(mapping))
+    return {_hashable_row(key): _hashable_row(root) for key, root in mapping}, len(found)
 
 
-def _grouped(frame, roots):
-    """``frame`` with ``__group_key`` (the root of its key's component of key changes) and ``__group`` (its hash)."""
-    from pyspark.sql import functions as F
-
-    if roots is None:
-        frame = frame.withColumn(GROUP_KEY, F.col(KEY))
-    else:
-        frame = frame.join(roots, frame[KEY].eqNullSafe(roots["__from"]), "left")
-        frame = frame.withColumn(GROUP_KEY, F.coalesce(F.col("__root"), F.col(KEY))).drop("__from", "__root")
-    return frame.withColumn(GROUP, F.xxhash64(F.col(GROUP_KEY)))
-
-
-def _fold_schema(merged: MergedSchema):
-    """The schema of :func:`fold_batches`' output (lists of names as text)."""
-    from pyspark.sql.types import BooleanType, DateType, StringType, StructField, StructType
-
-    fields = [StructField(f.name, StringType(), True) if f.name in NAME_LISTS else f for f in _spark_schema(merged.schema)]
-    extra = [StructField(COMMIT_DATE, DateType(), True), StructField(FINAL, BooleanType(), True),
-             StructField(PRIOR, BooleanType(), True)]
-    return StructType(fields + extra)
-
-
-def _split_lists(frame):
-    """The NUL-joined lists of names of :func:`fold_batches` as lists again ('' is the empty list)."""
-    from pyspark.sql import functions as F
-
-    empty = F.array().cast("array<string>")
-    return frame.withColumns({
-        name: F.when(F.col(name) == "", empty).otherwise(F.split(F.col(name), "\\x00")) for name in NAME_LISTS
-    })
-
-
-def _sorted_frame(frame, rows: int, rows_per_file: int, order: list):
-    """``frame`` sorted by ``order`` into about ``rows / rows_per_file`` partitions (at least one per
-    Spark slot, up to one per :data:`SPREAD_ROWS` rows, so that a large table is not written by
-    one task), in order: a range partitioning when there are several, none (no sampling pass)
-    for one."""
-    slots = frame.sparkSession.sparkContext.defaultParallelism
-    partitions = max(1, -(-rows // rows_per_file), min(slots, rows // SPREAD_ROWS))
-    spread = frame.coalesce(1) if partitions == 1 else frame.repartitionByRange(partitions, *order)
-    return spread.sortWithinPartitions(*order)
-
-
-def _empty_frame(spark, merged: MergedSchema, prior: bool):
-    from pyspark.sql import functions as F
-
-    empty = spark.createDataFrame([], _spark_schema(merged.schema))
-    return empty.select("*", F.lit(0).cast("int").alias(VERSION), F.lit(prior).alias(PRIOR))
+def _bucket_count(spark, rows: int, rows_per_file: int) -> int:
+    """Buckets (fold tasks, and files per output) for ``rows`` input rows: about ``rows_per_file``
+    rows each, and one per Spark slot from :data:`SPREAD_ROWS` rows per slot on."""
+    slots = spark.sparkContext.defaultParallelism
+    return max(1, -(-rows // rows_per_file), min(slots, rows // SPREAD_ROWS))
 
 
 def materialize(
@@ -1122,90 +1093,47 @@ def materialize(
     None/empty for a table without one; ``current``: the warehouse's
     ``current/<db>/<table>/`` folder (may not exist); ``target``: the run folder
     (laid out like the warehouse); ``run_name``: the stem of the output files'
-    names, derived by the caller from the run's input. ``partitions``: Spark
-    partitions of the fold (default ``spark.sql.shuffle.partitions``);
-    ``rows_per_file``: about how many rows an output file holds.
+    names, derived by the caller from the run's input. ``partitions``: buckets
+    (fold tasks); default: about ``rows_per_file`` rows each, at least one per
+    Spark slot for a large table.
     """
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     if not _RUN_NAME.fullmatch(run_name):
         raise ValueError(f"run name {run_name!r}: letters, digits and ._=- only")
     started = time.monotonic()
     staged = _schema_groups(staged_files)
     prior_groups = _schema_groups(_parquet_files(current))
-    schemas = [schema for schema, _ in prior_groups + staged]
-    if not schemas:
+    versions = [schema for schema, _ in staged + prior_groups]  # the inputs' versions: staged files first
+    if not versions:
         raise ValueError(f"{database}.{table}: neither staged files nor a current table")
-    merged = merge_schemas(schemas)
+    merged = merge_schemas([schema for schema, _ in prior_groups + staged])  # current's column order first
     key, unique = table_keys(key_columns, merged)
-    versions = tuple(_image_names(schema) for schema in [s for s, _ in staged] + [s for s, _ in prior_groups])
-    plan = FoldPlan(tuple(merged.names), key, unique, versions)
-    log.info(
-        "%s.%s: %d staged files in %d table versions, %d current files; %d columns, key %s%s",
-        database, table, len(staged_files), len(staged), sum(len(f) for _, f in prior_groups), len(merged.image),
-        list(key), "" if unique else " (no primary key: every column)",
-    )
-    changes_folder = table_folder(target, "changes", database, table)
-    current_folder = table_folder(target, "current", database, table)
+    plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in versions))
+    inputs = [_Input(name, version, version >= len(staged)) for version, (_, files) in enumerate(staged + prior_groups) for name in files]
+    rows = _rows([source.path for source in inputs])
     scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
-    settings = {
-        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",  # the contract's timestamp[us], not INT96
-        "spark.sql.session.timeZone": "UTC",  # key values collected and sent back keep their instant
-        # Spark writes Arrow batches of nested columns (the _before struct, lists, maps) in time that grows
-        # faster than the batch: 1000 rows measured 3x faster than the default 10000
-        "spark.sql.execution.arrow.maxRecordsPerBatch": str(ARROW_BATCH_ROWS),
-    }
-    with _session_conf(spark, settings):
-        rows = _read_groups(spark, staged, merged, 0, False) or _empty_frame(spark, merged, False)
-        prior = _read_groups(spark, prior_groups, merged, len(staged), True)
-        rows = _with_keys(rows, key)
-        roots, key_changes = _key_roots(spark, rows)
-        rows = _grouped(rows, roots)
-        touched = rows.select(F.col(GROUP_KEY).alias("__touched")).distinct()
-        untouched = None
-        if prior is not None:
-            prior = _grouped(_with_keys(prior, key), roots)
-            condition = prior[GROUP_KEY].eqNullSafe(touched["__touched"])
-            untouched = prior.join(touched, condition, "left_anti").select(*merged.schema.names)
-            rows = rows.unionByName(prior.join(touched, condition, "left_semi"))
-        folded = (
-            rows.repartition(partitions or int(spark.conf.get("spark.sql.shuffle.partitions")), GROUP)
-            .sortWithinPartitions(GROUP, F.col(PRIOR).desc(), *_order_columns())
-            .drop(KEY_BEFORE, KEY_AFTER, KEY, GROUP_KEY)
-            .mapInArrow(functools.partial(fold_batches, plan=plan), _fold_schema(merged))
-            .transform(_split_lists)
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
-        try:
-            counts = folded.agg(
-                F.count(F.when(~F.col(PRIOR), 1)).alias("changes"), F.count(F.when(F.col(FINAL), 1)).alias("final")
-            ).first()
-            log.info("%s.%s: folded %d changes in %.1f s", database, table, counts["changes"], time.monotonic() - started)
-            changes = folded.filter(~F.col(PRIOR)).drop(FINAL, PRIOR)
-            latest = folded.filter(F.col(FINAL)).drop(COMMIT_DATE, FINAL, PRIOR)
-            if untouched is not None:
-                latest = latest.unionByName(untouched)
-            prior_rows = _rows([name for _, files in prior_groups for name in files])
-            _sorted_frame(changes, counts["changes"], rows_per_file, [F.col(COMMIT_DATE), *_order_columns()]).write.mode(
-                "overwrite"
-            ).partitionBy(COMMIT_DATE).parquet(f"{scratch}/changes")
-            _sorted_frame(latest, counts["final"] + prior_rows, rows_per_file, _order_columns()).write.mode(
-                "overwrite"
-            ).parquet(f"{scratch}/current")
-        finally:
-            folded.unpersist()
-    changes_files = _publish_files(f"{scratch}/changes", changes_folder, run_name, replace=False)
-    current_files = _publish_files(f"{scratch}/current", current_folder, run_name, replace=True)
+    _remove(scratch)  # what an earlier attempt of this run left
+    work = _Table(merged, plan, partitions or _bucket_count(spark, rows, rows_per_file), scratch, run_name)
+    log.info(
+        "%s.%s: %d staged files in %d table versions, %d current files, %d rows in %d buckets; %d columns, key %s%s",
+        database, table, len(staged_files), len(staged), len(inputs) - len(staged_files), rows, work.buckets,
+        len(merged.image), list(key), "" if unique else " (no primary key: every column)",
+    )
+    roots, key_changes = _key_roots(spark, inputs, work)
+    if work.buckets > 1:
+        _run(spark, lambda item: _partition(*item, table=work, roots=roots), list(enumerate(inputs)))
+    counts = _run(spark, lambda bucket: _fold_bucket(bucket, inputs, work), range(work.buckets))
+    if not sum(latest for _, latest in counts):  # every row deleted: the table keeps its schema
+        _write_parquet(merged.schema.empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
+    changes_files = _publish_files(f"{scratch}/changes", table_folder(target, "changes", database, table), run_name, replace=False)
+    current_files = _publish_files(f"{scratch}/current", table_folder(target, "current", database, table), run_name, replace=True)
     _remove(scratch)
     result = MaterializeResult(
-        merged, key, unique, _rows(changes_files), _rows(current_files), key_changes,
+        merged, key, unique, sum(c for c, _ in counts), sum(latest for _, latest in counts), key_changes,
         changes_files, current_files, time.monotonic() - started,
     )
     log.info(
-        "%s.%s: %d changes into %d files, %d current rows (%d kept as they were) into %d files, %.1f s",
-        database, table, result.changes_rows, len(changes_files), result.current_rows,
-        result.current_rows - counts["final"], len(current_files), result.seconds,
+        "%s.%s: %d changes into %d files, %d current rows into %d files, %.1f s",
+        database, table, result.changes_rows, len(changes_files), result.current_rows, len(current_files), result.seconds,
     )
     return result
 
