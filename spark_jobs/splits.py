@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TARGET_BYTES = 64 << 20
 MIN_BALANCED_BYTES = 4 << 20  # balancing never cuts splits smaller than this
+SPLITS_PER_SLOT = 4  # balancing aims at this many splits per Spark slot
 _FORMAT_EVENTS = (EventType.FORMAT_DESCRIPTION, EventType.START_V3)
 
 
@@ -282,14 +283,16 @@ def balanced_target(
     start_positions: Mapping[str, int] | None = None,
 ) -> int:
     """The split size to plan with when ``slots`` tasks run at once: ``target_bytes``, made smaller
-    (down to :data:`MIN_BALANCED_BYTES`) so that the input makes at least two splits per slot.
-    Splits of the target size leave slots idle at the end: 208 MB in 64 MB splits on two slots
-    is a last round of one 16 MB split beside nothing; in 26 MB splits every round is full."""
+    (down to :data:`MIN_BALANCED_BYTES`) so that the input makes :data:`SPLITS_PER_SLOT` splits
+    per slot. Splits of the target size leave slots idle at the end: 208 MB in 64 MB splits on
+    two slots is a last round of one 16 MB split beside nothing; in 26 MB splits every round is
+    full. A split ends at the last whole transaction that fits, so the size has a margin of
+    1/64: without it, 208 MB in splits of exactly a quarter make five splits, not four."""
     remaining = sum(
         max(0, os.path.getsize(file) - (start_positions or {}).get(os.fspath(file), 0)) for file in files
     )
-    balanced = -(-remaining // (2 * max(1, slots)))
-    return max(1, min(target_bytes, max(MIN_BALANCED_BYTES, balanced)))
+    balanced = -(-remaining // (SPLITS_PER_SLOT * max(1, slots)))
+    return max(1, min(target_bytes, max(MIN_BALANCED_BYTES, balanced + balanced // 64)))
 
 
 # -- reading a split ------------------------------------------------------------------

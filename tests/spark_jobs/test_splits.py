@@ -23,7 +23,9 @@ from binlog_codec.reader import BinlogReader
 from binlog_codec.rows import read_rows
 from binlog_codec.transactions import scan_transactions
 from fixture_facts import good_files, path
-from spark_jobs.splits import MIN_BALANCED_BYTES, FilePlan, balanced_target, plan_splits, split_rows, split_transactions
+import spark_jobs.splits as splits_module
+from binlog_codec.corpus import write_corpus
+from spark_jobs.splits import MIN_BALANCED_BYTES, SPLITS_PER_SLOT, FilePlan, balanced_target, plan_splits, split_rows, split_transactions
 
 TARGETS = [1, 700, 64 << 20]
 SAKILA = "osheroff__mysql-binlog-connector-java/mysql-bin.sakila"
@@ -180,16 +182,30 @@ def test_a_start_that_is_no_transaction_boundary_is_refused():
         plan_splits([path(SAKILA)], start_positions={str(path(SAKILA)): first.start + 1})
 
 
-def test_balanced_target_gives_every_slot_two_splits_within_its_bounds(tmp_path):
+def test_balanced_target_gives_every_slot_its_splits_within_its_bounds(tmp_path):
     big, small = tmp_path / "log.000001", tmp_path / "log.000002"
     with open(big, "wb") as handle:
         handle.truncate(200 << 20)  # sparse: only the size matters
     small.write_bytes(b"x" * 1000)
     files = [big, small]
     total = (200 << 20) + 1000
-    assert balanced_target(files, 64 << 20, 1) == 64 << 20  # two splits for one slot: the target wins
-    assert balanced_target(files, 64 << 20, 2) == -(-total // 4)  # four splits of equal size
+    quarter, eighth = -(-total // 4), -(-total // 8)
+    assert balanced_target(files, 64 << 20, 1) == quarter + quarter // 64  # four splits for one slot, with a margin
+    assert balanced_target(files, 64 << 20, 2) == eighth + eighth // 64  # eight splits of about equal size
+    assert balanced_target(files, 40 << 20, 1) == 40 << 20  # a smaller target is kept
     assert balanced_target(files, 64 << 20, 64) == MIN_BALANCED_BYTES  # never below the floor
-    assert balanced_target(files, 1000, 2) == 1000  # a smaller target is kept
     resumed = balanced_target(files, 64 << 20, 2, {str(big): 180 << 20})  # only what is left counts
-    assert resumed == -(-((20 << 20) + 1000) // 4)
+    assert resumed == MIN_BALANCED_BYTES
+    resumed = balanced_target(files, 64 << 20, 1, {str(big): 100 << 20})
+    assert resumed == -(-((100 << 20) + 1000) // 4) + -(-((100 << 20) + 1000) // 4) // 64
+
+
+@pytest.mark.parametrize("slots", [1, 2, 3])
+def test_balanced_splits_of_a_binlog_fill_every_round(slots, monkeypatch, tmp_path):
+    """Cut at transaction boundaries with the margin, a binlog of many small transactions makes
+    exactly SPLITS_PER_SLOT splits per slot."""
+    monkeypatch.setattr(splits_module, "MIN_BALANCED_BYTES", 1)
+    files = [tmp_path / "binlog.000001"]
+    write_corpus(files[0], transactions=2000, seed=7)
+    plan = plan_splits(files, balanced_target(files, 64 << 20, slots))
+    assert len(plan) == SPLITS_PER_SLOT * slots
