@@ -17,10 +17,11 @@ LOCK       := requirements.lock
 UV_VERSION := 0.13.9
 
 # The environment is keyed on the exact content of the lock file; the editable
-# install of binlake itself on pyproject.toml and the set of top-level
-# packages. A second run installs nothing.
+# install of binlake itself on pyproject.toml, setup.py, the set of top-level
+# packages and the codec's sources (the build compiles some of them). A second
+# run installs nothing.
 LOCK_SHA     := $(shell sha256sum $(LOCK) 2>/dev/null | cut -d' ' -f1)
-PROJECT_SHA  := $(shell { cat pyproject.toml; ls -d */__init__.py; } 2>/dev/null | sha256sum | cut -d' ' -f1)
+PROJECT_SHA  := $(shell { cat pyproject.toml setup.py binlog_codec/*.py binlog_codec/*.pxd; ls -d */__init__.py; } 2>/dev/null | sha256sum | cut -d' ' -f1)
 LOCK_STAMP   := $(VENV)/.stamp-$(LOCK_SHA)
 DEV_STAMP    := $(VENV)/.stamp-editable-$(PROJECT_SHA)
 

@@ -484,38 +484,50 @@ class ImageBatchBuilder:
     ``append`` each :class:`~binlog_codec.rows.RowRecord` of the table, in log
     order; ``build`` returns the batch of :func:`image_schema` (see the module
     docstring for its columns). Rows are kept as lists in the schema's column
-    order and turned into one Arrow array per column.
+    order, with the decoded values as they are; ``build`` converts the values
+    of each column to what pyarrow stores (one pass per column, not one call
+    per value) and turns each column into one Arrow array. A value its type
+    cannot hold is null and its text goes to ``_unrepresentable``.
     """
 
     def __init__(self, table: TableMap, flavour: str = "mysql") -> None:
         self.table = table
         self.schema = image_schema(table, flavour)
         self.schema_id = schema_id(table, flavour)
-        self._mappings = {column.display_name: column_mapping(column, flavour) for column in table.columns}
-        self._image_width = len(table.columns)
-        self._positions = {name: index for index, name in enumerate(self.schema.names[: self._image_width])}
+        self._names = [column.display_name for column in table.columns]
+        self._positions = {name: index for index, name in enumerate(self._names)}
+        self._conversions = [column_mapping(column, flavour).convert for column in table.columns]
+        # the image columns whose values need converting: (place in a row, conversion)
+        self._converted = [(i, convert) for i, convert in enumerate(self._conversions) if convert is not _same]
+        width = len(self._names)
+        self._before_at = width + CHANGE_COLUMNS.index("_before")
+        self._present_at = width + CHANGE_COLUMNS.index("_present_columns")
+        self._partial_at = width + CHANGE_COLUMNS.index("_partial_columns")
+        self._unrepresentable_at = width + CHANGE_COLUMNS.index("_unrepresentable")
         self._rows: list[list[Any]] = []
         self._file: tuple[str, str, int | None] = ("", "", None)  # the last file seen: path, name, sequence
+        self._commit_time: tuple[int | None, datetime | None] = (None, None)  # the last one made: seconds, time
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def append(self, record: RowRecord, commit: Commit | None = None) -> None:
         """Add one row change, with the :class:`Commit` of its transaction when known; raises
-        ``ValueError`` for a record of another table."""
-        if (record.database, record.table) != (self.table.database, self.table.table):
+        ``ValueError`` for a record of another table or with a column the table has not."""
+        if record.database != self.table.database or record.table != self.table.table:
             raise ValueError(
                 f"row of {record.database}.{record.table} for a batch of {self.table.database}.{self.table.table}"
             )
         change = record.change
         after = change.after or {}
-        diffs = {name: after[name] for name in change.partial}
-        unrepresentable: dict[str, str] = {}
-        row = [None] * self._image_width
-        positions = self._positions
-        for name, value in self._image({n: v for n, v in after.items() if n not in diffs}, "", unrepresentable).items():
-            row[positions[name]] = value
-        before = None if change.before is None else self._image(change.before, BEFORE_PREFIX, unrepresentable)
+        self._check_names(after)
+        if change.before is not None:
+            self._check_names(change.before)
+        row: list[Any] = list(map(after.get, self._names))  # absent columns are None
+        diffs = []
+        for name in change.partial:  # a diff is no value of its column
+            diffs.append((name, after[name]))
+            row[self._positions[name]] = None
         if record.file != self._file[0]:
             self._file = (record.file, PurePath(record.file).name, binlog_seq(record.file))
         row += (  # the change columns, in _change_fields' order
@@ -528,39 +540,79 @@ class ImageBatchBuilder:
             record.gtid,
             None if commit is None else commit.server_id,
             None if commit is None or commit.xid is None else Decimal(commit.xid),
-            datetime.fromtimestamp(record.timestamp if commit is None else commit.timestamp, timezone.utc),
+            self._commit_datetime(record.timestamp if commit is None else commit.timestamp),
             self.schema_id,
-            before,
+            change.before,  # converted by build
             list(after),
             list(change.partial),
-            list(diffs.items()),
-            list(unrepresentable.items()),
+            diffs,
+            None,  # _unrepresentable: found by build
         )
         self._rows.append(row)
 
-    def _image(self, values: dict[str, Any], prefix: str, unrepresentable: dict[str, str]) -> dict[str, Any]:
-        """An image's values as pyarrow stores them; the text of those it cannot hold into ``unrepresentable``."""
-        image: dict[str, Any] = {}
-        for name, value in values.items():
-            mapping = self._mappings.get(name)
-            if mapping is None:
-                raise ValueError(f"column {name} is not a column of {self.table.database}.{self.table.table}")
-            try:
-                image[name] = None if value is None else mapping.convert(value)
-            except UnrepresentableValue as exc:
-                image[name] = None
-                unrepresentable[prefix + name] = exc.text
-        return image
+    def _check_names(self, image: dict[str, Any]) -> None:
+        if not image.keys() <= self._positions.keys():
+            stranger = next(name for name in image if name not in self._positions)
+            raise ValueError(f"column {stranger} is not a column of {self.table.database}.{self.table.table}")
+
+    def _commit_datetime(self, seconds: int) -> datetime:
+        """The UTC time of ``seconds``; the rows of a transaction share it, so the last one is kept."""
+        if self._commit_time[0] != seconds:
+            self._commit_time = (seconds, datetime.fromtimestamp(seconds, timezone.utc))
+        return self._commit_time[1]
 
     def build(self) -> pa.RecordBatch:
         """The batch of every row appended so far."""
-        columns = zip(*self._rows) if self._rows else ([] for _ in self.schema)
+        columns = [list(values) for values in zip(*self._rows)] if self._rows else [[] for _ in self.schema]
+        if self._rows:
+            self._convert(columns)
         arrays = [pa.array(values, type=field.type) for values, field in zip(columns, self.schema)]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _convert(self, columns: list[list[Any]]) -> None:
+        """The decoded values of ``columns`` (the rows, by column) as pyarrow stores them, in place:
+        the after-image a column at a time, or a row at a time when some value is unrepresentable;
+        then each before-image; then what could not be represented, per row."""
+        unrepresentable: list[dict[str, str]] = [{} for _ in self._rows]
+        try:
+            for index, convert in self._converted:
+                columns[index] = [None if value is None else convert(value) for value in columns[index]]
+        except UnrepresentableValue:
+            for number, found in enumerate(unrepresentable):
+                self._convert_after(number, columns, found)
+        columns[self._before_at] = [
+            None if before is None else self._image(before, BEFORE_PREFIX, found)
+            for before, found in zip(columns[self._before_at], unrepresentable)
+        ]
+        columns[self._unrepresentable_at] = [list(found.items()) for found in unrepresentable]
+
+    def _convert_after(self, number: int, columns: list[list[Any]], unrepresentable: dict[str, str]) -> None:
+        """Row ``number``'s after-image values into ``columns``, in the image's order, the text of
+        those their type cannot hold into ``unrepresentable``."""
+        row = self._rows[number]
+        partial = row[self._partial_at]
+        for name in row[self._present_at]:
+            if name not in partial:
+                index = self._positions[name]
+                columns[index][number] = self._value(name, row[index], "", unrepresentable)
+
+    def _value(self, name: str, value: Any, prefix: str, unrepresentable: dict[str, str]) -> Any:
+        """``value`` of column ``name`` as pyarrow stores it; the text of a value its type cannot
+        hold goes into ``unrepresentable`` and the value is None."""
+        if value is None:
+            return None
+        try:
+            return self._conversions[self._positions[name]](value)
+        except UnrepresentableValue as exc:
+            unrepresentable[prefix + name] = exc.text
+            return None
+
+    def _image(self, values: dict[str, Any], prefix: str, unrepresentable: dict[str, str]) -> dict[str, Any]:
+        """An image's values as pyarrow stores them; the text of those it cannot hold into ``unrepresentable``."""
+        return {name: self._value(name, value, prefix, unrepresentable) for name, value in values.items()}
 
     def flush(self) -> pa.RecordBatch:
         """The batch of the rows appended since the last flush; the builder starts empty again."""
         batch = self.build()
         self._rows = []
         return batch
-

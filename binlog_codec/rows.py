@@ -15,10 +15,17 @@ PARTIAL_UPDATE_ROWS_EVENT puts a shared-image between before and after image
 ``partial_columns``: one bit per JSON column of the table, 1 when that column's
 after-image value is a diff (``length | diff_1 ... diff_N``, WL#2955 F3) rather
 than a full document. Diffs are kept as bytes here (``RowImage.partial``).
+
+Decoding is planned once per table map (:class:`DecodingPlan`): each column's
+decoder, and for each image layout met (which columns an image carries and
+which of them are NULL) its reading steps, where consecutive columns of fixed
+size (integers, DECIMAL, temporal types, ENUM, ...) are read with one
+``struct`` call and only the values that need it are converted.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -27,7 +34,7 @@ from .errors import CorruptEventError
 from .event_types import EventType
 from .events import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, read
 from .table_map import ColumnType, TableMap, decode_table_map
-from .values import ValueDecoder, needs_round_trip, value_decoder
+from .values import FixedWidth, ValueDecoder, decoder_of, needs_round_trip, value_layout
 from .wire import Cursor, ShortBody
 
 PARTIAL_JSON = 1
@@ -50,13 +57,62 @@ def _present(bitmap: bytes, count: int) -> list[int]:
     return [i for i in range(count) if bitmap[i // 8] >> (i % 8) & 1]
 
 
+# A reading step (see ReadingSteps): (unpack_from, size, names, conversions) for a run of columns
+# of fixed size, read by one struct call; (None, 0, name, decoder) for one column of variable size.
+Step = tuple
+# The most null patterns whose steps one image layout keeps.
+MAX_NULL_PATTERNS = 256
+
+
 class ImageColumns(NamedTuple):
     """The columns an image carries, by its column bitmap: ``(index, name, decoder)`` each,
-    the size of the image's null bitmap and the mask of its used bits."""
+    the size of the image's null bitmap and the mask of its used bits. ``layouts`` are the
+    columns' :func:`~binlog_codec.values.value_layout`; ``steps`` caches the reading steps
+    of each null bitmap met."""
 
     columns: tuple[tuple[int, str, ValueDecoder], ...]
     null_size: int
     null_mask: int
+    layouts: tuple
+    steps: dict[int, tuple[Step, ...]]
+
+
+def _null(unpacked: bytes) -> None:
+    return None
+
+
+# A NULL value takes no bytes: in a run of fixed-size columns it is a zero-byte field made None.
+_NULL_LAYOUT = FixedWidth("0s", _null)
+
+
+def reading_steps(image: ImageColumns, nulls: int) -> tuple[Step, ...]:
+    """How to read an image whose null bitmap is ``nulls``: its columns in order, consecutive
+    fixed-size and NULL columns merged into runs read by one ``struct`` call."""
+    steps: list[Step] = []
+    run: list[tuple[str, FixedWidth]] = []
+    for position, ((_, name, decode), layout) in enumerate(zip(image.columns, image.layouts)):
+        if nulls >> position & 1:
+            run.append((name, _NULL_LAYOUT))
+        elif isinstance(layout, FixedWidth):
+            run.append((name, layout))
+        else:
+            if run:
+                steps.append(_run_step(run))
+                run = []
+            steps.append((None, 0, name, decode))
+    if run:
+        steps.append(_run_step(run))
+    return tuple(steps)
+
+
+def _run_step(run: list[tuple[str, FixedWidth]]) -> Step:
+    reader = struct.Struct("<" + "".join(layout.code for _, layout in run))
+    conversions = tuple((i, layout.convert) for i, (_, layout) in enumerate(run) if layout.convert is not None)
+    return (reader.unpack_from, reader.size, tuple(name for name, _ in run), conversions)
+
+
+class _RunPastEnd(Exception):
+    """A run of fixed-size values goes past the row data: read column by column to say where."""
 
 
 class DecodingPlan:
@@ -73,10 +129,11 @@ class DecodingPlan:
     ) -> None:
         self.table = table
         self.names = [column.display_name for column in table.columns]
-        self.decoders = [
-            value_decoder(column, flavour, assumed_collation, self._round_trip(column, flavour, round_trips))
+        self.layouts = [
+            value_layout(column, flavour, assumed_collation, self._round_trip(column, flavour, round_trips))
             for column in table.columns
         ]
+        self.decoders = [decoder_of(column, layout) for column, layout in zip(table.columns, self.layouts)]
         self.json_columns = [c.index for c in table.columns if c.type_code == ColumnType.JSON]
         self.pack_lengths = [column.pack_length or 4 for column in table.columns]
         self._images: dict[bytes, ImageColumns] = {}
@@ -97,7 +154,8 @@ class DecodingPlan:
     def columns_of(self, present: list[int]) -> ImageColumns:
         """The image of the columns at the positions ``present``, in order."""
         columns = tuple((i, self.names[i], self.decoders[i]) for i in present)
-        return ImageColumns(columns, (len(columns) + 7) // 8, (1 << len(columns)) - 1)
+        layouts = tuple(self.layouts[i] for i in present)
+        return ImageColumns(columns, (len(columns) + 7) // 8, (1 << len(columns)) - 1, layouts, {})
 
     def image(
         self, data: bytes, offset: int, image: ImageColumns, partial: set[int] = frozenset()
@@ -107,12 +165,23 @@ class DecodingPlan:
         if start > len(data):
             raise ShortBody(f"row image null bitmap needs {image.null_size} bytes at row offset {offset}")
         nulls = int.from_bytes(data[offset:start], "little") & image.null_mask
-        offset = start
+        if partial:
+            return self._by_column(data, start, image, nulls, partial)
+        steps = image.steps.get(nulls)
+        if steps is None:
+            if len(image.steps) >= MAX_NULL_PATTERNS:
+                image.steps.clear()
+            steps = image.steps[nulls] = reading_steps(image, nulls)
+        try:
+            return read_steps(steps, data, start)
+        except _RunPastEnd:
+            return self._by_column(data, start, image, nulls, partial)
+
+    def _by_column(
+        self, data: bytes, offset: int, image: ImageColumns, nulls: int, partial: set[int]
+    ) -> tuple[dict, int]:
+        """Decode an image's values one column at a time, from ``offset`` (past its null bitmap)."""
         values: dict[str, Any] = {}
-        if not nulls and not partial:  # the common case, kept lean
-            for _, name, decode in image.columns:
-                values[name], offset = decode(data, offset)
-            return values, offset
         for position, (index, name, decode) in enumerate(image.columns):
             if nulls >> position & 1:
                 values[name] = None
@@ -137,6 +206,27 @@ class DecodingPlan:
         bits = cursor.take((len(self.json_columns) + 7) // 8, "partial_columns")
         partial = {col for n, col in enumerate(self.json_columns) if bits[n // 8] >> (n % 8) & 1}
         return partial, cursor.pos
+
+
+def read_steps(steps: tuple[Step, ...], data: bytes, offset: int) -> tuple[dict, int]:
+    """The values of an image read by its :func:`reading_steps` from ``offset``, and the next
+    offset. Raises ``_RunPastEnd`` when a run of fixed-size values goes past the data."""
+    values: dict[str, Any] = {}
+    end = len(data)
+    for unpack, size, names, conversions in steps:
+        if unpack is None:  # one column of variable size: names is its name, conversions its decoder
+            values[names], offset = conversions(data, offset)
+            continue
+        if offset + size > end:
+            raise _RunPastEnd
+        row = unpack(data, offset)
+        offset += size
+        if conversions:
+            row = list(row)
+            for index, convert in conversions:
+                row[index] = convert(row[index])
+        values.update(zip(names, row))
+    return values, offset
 
 
 def decode_rows(event: RowsEvent, plan: DecodingPlan) -> list[RowChange]:

@@ -9,8 +9,12 @@ decoded from the column's charset (``bytes`` for the binary charset), JSON as
 the parsed document, VECTOR as a list of floats.
 
 :func:`value_decoder` builds, once per column, a function
-``decode(data, offset) -> (value, next_offset)``; the row decoder calls it per
-value. Every decoder checks that its bytes are there.
+``decode(data, offset) -> (value, next_offset)``; every decoder checks that its
+bytes are there. Most types take a fixed number of bytes: for those,
+:func:`fixed_width` gives their :class:`FixedWidth` layout (a ``struct`` format
+code and the conversion of what it unpacks), from which their decoder is
+built, and which lets the row decoder unpack runs of such columns with one
+``struct`` call (:class:`binlog_codec.rows.DecodingPlan`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import struct
 import time
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from . import charsets, json_binary, table_map
 from .table_map import Column, ColumnType
@@ -44,41 +48,66 @@ def _short(column: Column, data: bytes, offset: int, size: int) -> ShortBody:
     )
 
 
-_INTEGER_FORMATS = {(1, True): "<b", (1, False): "<B", (2, True): "<h", (2, False): "<H",
-                    (4, True): "<i", (4, False): "<I", (8, True): "<q", (8, False): "<Q"}
+class FixedWidth(NamedTuple):
+    """The layout of a value of a fixed number of bytes: the little-endian ``struct`` format
+    ``code`` that reads it (``"Q"``, ``"5s"``, ...) and ``convert``, which makes the value of
+    what ``struct`` unpacks (None: the unpacked value is the value)."""
+
+    code: str
+    convert: Callable[[Any], Any] | None = None
+
+    @property
+    def size(self) -> int:
+        return struct.calcsize("<" + self.code)
 
 
-def _integer(size: int, column: Column) -> ValueDecoder:
-    """Little-endian integers of 1, 2, 3, 4 or 8 bytes; unsigned unless SIGNEDNESS says so."""
-    signed = not column.unsigned
-    fmt = _INTEGER_FORMATS.get((size, signed))
-    if fmt is None:  # MEDIUMINT: 3 bytes, no struct format
-        def decode(data: bytes, offset: int) -> tuple[int, int]:
+def fixed_decoder(column: Column, layout: FixedWidth) -> ValueDecoder:
+    """The decoder of a column whose values have the fixed ``layout``."""
+    size = layout.size
+    unpack = struct.Struct("<" + layout.code).unpack_from
+    convert = layout.convert
+    if convert is None:
+        def decode_plain(data: bytes, offset: int) -> tuple[Any, int]:
             end = offset + size
             if end > len(data):
                 raise _short(column, data, offset, size)
-            return int.from_bytes(data[offset:end], "little", signed=signed), end
+            return unpack(data, offset)[0], end
 
-        return decode
-    unpack = struct.Struct(fmt).unpack_from
+        return decode_plain
 
-    def decode_fixed(data: bytes, offset: int) -> tuple[int, int]:
+    def decode(data: bytes, offset: int) -> tuple[Any, int]:
         end = offset + size
         if end > len(data):
             raise _short(column, data, offset, size)
-        return unpack(data, offset)[0], end
-
-    return decode_fixed
-
-
-def _float(column: Column) -> ValueDecoder:
-    def decode(data: bytes, offset: int) -> tuple[float, int]:
-        end = offset + 4
-        if end > len(data):
-            raise _short(column, data, offset, 4)
-        return shortest_float32(data[offset:end]), end
+        return convert(unpack(data, offset)[0]), end
 
     return decode
+
+
+_INTEGER_CODES = {(1, True): "b", (1, False): "B", (2, True): "h", (2, False): "H",
+                  (4, True): "i", (4, False): "I", (8, True): "q", (8, False): "Q"}
+
+
+def _integer(size: int, column: Column) -> FixedWidth:
+    """Little-endian integers of 1, 2, 3, 4 or 8 bytes; unsigned unless SIGNEDNESS says so."""
+    signed = not column.unsigned
+    code = _INTEGER_CODES.get((size, signed))
+    if code is None:  # MEDIUMINT: 3 bytes, no struct format of its own
+        return _bytes_as_int(size, "little", signed)
+    return FixedWidth(code)
+
+
+def _bytes_as_int(size: int, byteorder: str, signed: bool = False) -> FixedWidth:
+    """An integer of ``size`` bytes in ``byteorder``, any size."""
+
+    def convert(raw: bytes) -> int:
+        return int.from_bytes(raw, byteorder, signed=signed)
+
+    return FixedWidth(f"{size}s", convert)
+
+
+def _float(column: Column) -> FixedWidth:
+    return FixedWidth("4s", shortest_float32)
 
 
 def shortest_float32(raw: bytes) -> float:
@@ -96,14 +125,8 @@ def shortest_float32(raw: bytes) -> float:
     return value
 
 
-def _double(column: Column) -> ValueDecoder:
-    def decode(data: bytes, offset: int) -> tuple[float, int]:
-        end = offset + 8
-        if end > len(data):
-            raise _short(column, data, offset, 8)
-        return struct.unpack_from("<d", data, offset)[0], end
-
-    return decode
+def _double(column: Column) -> FixedWidth:
+    return FixedWidth("d")
 
 
 def decimal_size(precision: int, scale: int) -> int:
@@ -149,42 +172,28 @@ def decode_decimal(raw: bytes, precision: int, scale: int) -> Decimal:
     return decimal_reader(precision, scale)(raw)
 
 
-def _newdecimal(column: Column) -> ValueDecoder:
+def _newdecimal(column: Column) -> FixedWidth:
     precision, scale = column.precision or 0, column.scale or 0
     if not (1 <= precision <= 65 and 0 <= scale <= min(precision, 30)):
         raise ShortBody(f"column {column.display_name}: DECIMAL({precision},{scale}) is not a DECIMAL a server writes")
-    size = decimal_size(precision, scale)
-    read = decimal_reader(precision, scale)
-
-    def decode(data: bytes, offset: int) -> tuple[Decimal, int]:
-        end = offset + size
-        if end > len(data):
-            raise _short(column, data, offset, size)
-        return read(data[offset:end]), end
-
-    return decode
+    return FixedWidth(f"{decimal_size(precision, scale)}s", decimal_reader(precision, scale))
 
 
-def _year(column: Column) -> ValueDecoder:
-    def decode(data: bytes, offset: int) -> tuple[int, int]:
-        end = offset + 1
-        if end > len(data):
-            raise _short(column, data, offset, 1)
-        raw = data[offset]
-        return (1900 + raw if raw else 0), end
-
-    return decode
+def _year_of(raw: int) -> int:
+    return 1900 + raw if raw else 0
 
 
-def _date(column: Column) -> ValueDecoder:
-    def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = offset + 3
-        if end > len(data):
-            raise _short(column, data, offset, 3)
-        raw = int.from_bytes(data[offset:end], "little")
-        return f"{raw >> 9:04d}-{(raw >> 5) & 15:02d}-{raw & 31:02d}", end
+def _year(column: Column) -> FixedWidth:
+    return FixedWidth("B", _year_of)
 
-    return decode
+
+def _date_text(raw: bytes) -> str:
+    packed = int.from_bytes(raw, "little")
+    return f"{packed >> 9:04d}-{(packed >> 5) & 15:02d}-{packed & 31:02d}"
+
+
+def _date(column: Column) -> FixedWidth:
+    return FixedWidth("3s", _date_text)
 
 
 def _fsp(column: Column) -> int:
@@ -203,46 +212,40 @@ def _frac_bytes(fsp: int) -> int:
     return (fsp + 1) // 2
 
 
-def _frac_micro(data: bytes, offset: int, fsp: int) -> int:
-    size = _frac_bytes(fsp)
-    raw = int.from_bytes(data[offset : offset + size], "big")
-    return raw * (10 ** (6 - 2 * size))
+def _frac_scale(fsp: int) -> int:
+    """What the big-endian integer of a value's fraction bytes is multiplied by to give microseconds."""
+    return 10 ** (6 - 2 * _frac_bytes(fsp))
 
 
-def _datetime2(column: Column) -> ValueDecoder:
+def _datetime2(column: Column) -> FixedWidth:
+    """DATETIME(fsp): 5 big-endian bytes of packed year*13+month, day, hour, minute, second, then the fraction."""
     fsp = _fsp(column)
-    size = 5 + _frac_bytes(fsp)
+    scale = _frac_scale(fsp)
 
-    def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = offset + size
-        if end > len(data):
-            raise _short(column, data, offset, size)
-        packed = int.from_bytes(data[offset : offset + 5], "big") - DATETIMEF_INT_OFS
-        micro = _frac_micro(data, offset + 5, fsp)
+    def convert(raw: bytes) -> str:
+        packed = int.from_bytes(raw[:5], "big") - DATETIMEF_INT_OFS
         ymd, hms = packed >> 17, packed % (1 << 17)
         year_month = ymd >> 5
         text = (
             f"{year_month // 13:04d}-{year_month % 13:02d}-{ymd % 32:02d} "
             f"{hms >> 12:02d}:{(hms >> 6) % 64:02d}:{hms % 64:02d}"
         )
-        return text + _fraction(micro, fsp), end
+        if not fsp:
+            return text
+        return text + _fraction(int.from_bytes(raw[5:], "big") * scale, fsp)
 
-    return decode
+    return FixedWidth(f"{5 + _frac_bytes(fsp)}s", convert)
 
 
-def _timestamp2(column: Column) -> ValueDecoder:
+def _timestamp2(column: Column) -> FixedWidth:
     """TIMESTAMP(fsp): big-endian seconds since the epoch (UTC) and the fraction; 0 is the zero timestamp."""
     fsp = _fsp(column)
-    size = 4 + _frac_bytes(fsp)
+    scale = _frac_scale(fsp)
 
-    def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = offset + size
-        if end > len(data):
-            raise _short(column, data, offset, size)
-        seconds = int.from_bytes(data[offset : offset + 4], "big")
-        return timestamp_text(seconds, _frac_micro(data, offset + 4, fsp), fsp), end
+    def convert(raw: bytes) -> str:
+        return timestamp_text(int.from_bytes(raw[:4], "big"), int.from_bytes(raw[4:], "big") * scale, fsp)
 
-    return decode
+    return FixedWidth(f"{4 + _frac_bytes(fsp)}s", convert)
 
 
 def timestamp_text(seconds: int, micro: int, fsp: int) -> str:
@@ -251,17 +254,13 @@ def timestamp_text(seconds: int, micro: int, fsp: int) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(seconds)) + _fraction(micro, fsp)
 
 
-def _time2(column: Column) -> ValueDecoder:
+def _time2(column: Column) -> FixedWidth:
     fsp = _fsp(column)
-    size = 3 + _frac_bytes(fsp)
 
-    def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = offset + size
-        if end > len(data):
-            raise _short(column, data, offset, size)
-        return time_text(time2_packed(data[offset:end], fsp), fsp), end
+    def convert(raw: bytes) -> str:
+        return time_text(time2_packed(raw, fsp), fsp)
 
-    return decode
+    return FixedWidth(f"{3 + _frac_bytes(fsp)}s", convert)
 
 
 def time2_packed(raw: bytes, fsp: int) -> int:
@@ -297,41 +296,36 @@ def time_text(packed: int, fsp: int) -> str:
     return f"{sign}{hours:02d}:{minutes:02d}:{seconds:02d}" + _fraction(micro, fsp)
 
 
-def _old_time(column: Column) -> ValueDecoder:
-    def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = offset + 3
-        if end > len(data):
-            raise _short(column, data, offset, 3)
-        raw = int.from_bytes(data[offset:end], "little", signed=True)
-        sign, raw = ("-" if raw < 0 else ""), abs(raw)
-        return f"{sign}{raw // 10000:02d}:{raw // 100 % 100:02d}:{raw % 100:02d}", end
-
-    return decode
+def _old_time_text(raw: bytes) -> str:
+    """TIME before MySQL 5.6: 3 little-endian bytes, signed, of hhmmss as a decimal number."""
+    number = int.from_bytes(raw, "little", signed=True)
+    sign, number = ("-" if number < 0 else ""), abs(number)
+    return f"{sign}{number // 10000:02d}:{number // 100 % 100:02d}:{number % 100:02d}"
 
 
-def _old_datetime(column: Column) -> ValueDecoder:
-    def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = offset + 8
-        if end > len(data):
-            raise _short(column, data, offset, 8)
-        raw = int.from_bytes(data[offset:end], "little")
-        day, clock = divmod(raw, 1_000_000)
-        return (
-            f"{day // 10000:04d}-{day // 100 % 100:02d}-{day % 100:02d} "
-            f"{clock // 10000:02d}:{clock // 100 % 100:02d}:{clock % 100:02d}"
-        ), end
-
-    return decode
+def _old_time(column: Column) -> FixedWidth:
+    return FixedWidth("3s", _old_time_text)
 
 
-def _old_timestamp(column: Column) -> ValueDecoder:
-    def decode(data: bytes, offset: int) -> tuple[str, int]:
-        end = offset + 4
-        if end > len(data):
-            raise _short(column, data, offset, 4)
-        return timestamp_text(int.from_bytes(data[offset:end], "little"), 0, 0), end
+def _old_datetime_text(number: int) -> str:
+    """DATETIME before MySQL 5.6: YYYYMMDDhhmmss as an 8-byte little-endian number."""
+    day, clock = divmod(number, 1_000_000)
+    return (
+        f"{day // 10000:04d}-{day // 100 % 100:02d}-{day % 100:02d} "
+        f"{clock // 10000:02d}:{clock // 100 % 100:02d}:{clock % 100:02d}"
+    )
 
-    return decode
+
+def _old_datetime(column: Column) -> FixedWidth:
+    return FixedWidth("Q", _old_datetime_text)
+
+
+def _old_timestamp_text(seconds: int) -> str:
+    return timestamp_text(seconds, 0, 0)
+
+
+def _old_timestamp(column: Column) -> FixedWidth:
+    return FixedWidth("I", _old_timestamp_text)
 
 
 def _text_decoder(
@@ -388,7 +382,7 @@ def _varchar(column: Column, convert: Callable[[bytes], Any]) -> ValueDecoder:
     return _length_prefixed(column, 1 if (column.length or 0) < 256 else 2, convert)
 
 
-def _string(column: Column, flavour: str, text: Callable[[], Callable[[bytes], Any]]) -> ValueDecoder:
+def _string(column: Column, flavour: str, text: Callable[[], Callable[[bytes], Any]]) -> FixedWidth | ValueDecoder:
     """CHAR/BINARY, and ENUM and SET, which the table map logs as STRING with their real type
     in the metadata. ``text`` builds the payload converter of a character column."""
     real = column.real_type
@@ -419,50 +413,46 @@ def _labels(column: Column, flavour: str) -> list[str] | None:
         raise ShortBody(f"column {column.display_name}: ENUM/SET values: {exc}") from None
 
 
-def _enum(column: Column, size: int, labels: list[str] | None) -> ValueDecoder:
-    """ENUM: the 1- or 2-byte index of the value, 1-based; 0 is the empty error value."""
+def _unsigned(size: int) -> FixedWidth:
+    """An unsigned little-endian integer of ``size`` bytes (ENUM index, SET bitmask)."""
+    code = _INTEGER_CODES.get((size, False))
+    return _bytes_as_int(size, "little") if code is None else FixedWidth(code)
 
-    def decode(data: bytes, offset: int) -> tuple[Any, int]:
-        end = offset + size
-        if end > len(data):
-            raise _short(column, data, offset, size)
-        index = int.from_bytes(data[offset:end], "little")
-        if labels is None:
-            return index, end
+
+def _enum(column: Column, size: int, labels: list[str] | None) -> FixedWidth:
+    """ENUM: the 1- or 2-byte index of the value, 1-based; 0 is the empty error value."""
+    index_layout = _unsigned(size)
+    if labels is None:
+        return index_layout
+    as_int = index_layout.convert
+
+    def label(raw: Any) -> str:
+        index = raw if as_int is None else as_int(raw)
         if index == 0:
-            return "", end
+            return ""
         if index > len(labels):
             raise ShortBody(f"column {column.display_name}: ENUM index {index} beyond its {len(labels)} labels")
-        return labels[index - 1], end
+        return labels[index - 1]
 
-    return decode
+    return FixedWidth(index_layout.code, label)
 
 
-def _set(column: Column, size: int, labels: list[str] | None) -> ValueDecoder:
+def _set(column: Column, size: int, labels: list[str] | None) -> FixedWidth:
     """SET: a bitmask of 1 to 8 bytes, bit i for the i-th value."""
+    mask_layout = _unsigned(size)
+    if labels is None:
+        return mask_layout
+    as_int = mask_layout.convert
 
-    def decode(data: bytes, offset: int) -> tuple[Any, int]:
-        end = offset + size
-        if end > len(data):
-            raise _short(column, data, offset, size)
-        mask = int.from_bytes(data[offset:end], "little")
-        if labels is None:
-            return mask, end
-        return ",".join(label for bit, label in enumerate(labels) if mask >> bit & 1), end
+    def members(raw: Any) -> str:
+        mask = raw if as_int is None else as_int(raw)
+        return ",".join(label for bit, label in enumerate(labels) if mask >> bit & 1)
 
-    return decode
+    return FixedWidth(mask_layout.code, members)
 
 
-def _bit(column: Column) -> ValueDecoder:
-    size = ((column.length or 0) + 7) // 8
-
-    def decode(data: bytes, offset: int) -> tuple[int, int]:
-        end = offset + size
-        if end > len(data):
-            raise _short(column, data, offset, size)
-        return int.from_bytes(data[offset:end], "big"), end
-
-    return decode
+def _bit(column: Column) -> FixedWidth:
+    return _bytes_as_int(((column.length or 0) + 7) // 8, "big")
 
 
 def _json(column: Column) -> ValueDecoder:
@@ -514,6 +504,22 @@ def value_decoder(
     """The decoder of ``column``'s values, built once per table map. ``assumed_collation``
     reads the character columns of a table map that records no charsets, and
     ``round_trip`` checks the values of a text column (see :func:`_text_decoder`)."""
+    return decoder_of(column, value_layout(column, flavour, assumed_collation, round_trip))
+
+
+def decoder_of(column: Column, layout: FixedWidth | ValueDecoder) -> ValueDecoder:
+    """The decoder of ``column`` from what :func:`value_layout` gave."""
+    return fixed_decoder(column, layout) if isinstance(layout, FixedWidth) else layout
+
+
+def value_layout(
+    column: Column,
+    flavour: str = "mysql",
+    assumed_collation: int | None = None,
+    round_trip: charsets.RoundTrip | None = None,
+) -> FixedWidth | ValueDecoder:
+    """How ``column``'s values are read: the :class:`FixedWidth` layout of a type whose values
+    take a fixed number of bytes, else the decoder (arguments as for :func:`value_decoder`)."""
 
     def text() -> Callable[[bytes], Any]:
         return _text_decoder(column, flavour, assumed_collation, round_trip)
@@ -528,7 +534,7 @@ def value_decoder(
     }
     if kind in fixed:
         return _integer(fixed[kind], column)
-    builders: dict[int, Callable[[], ValueDecoder]] = {
+    builders: dict[int, Callable[[], FixedWidth | ValueDecoder]] = {
         ColumnType.FLOAT: lambda: _float(column),
         ColumnType.DOUBLE: lambda: _double(column),
         ColumnType.NEWDECIMAL: lambda: _newdecimal(column),
