@@ -486,10 +486,16 @@ class BinlogReader:
         return RawEvent(outer.file, outer.pos, outer.end_pos, header, body, None, outer.fde, offset)
 
 
+# Payload streams are read in pieces of at most this many bytes: a zstd reader allocates all it is
+# asked for, so asking for a lying event_size at once would allocate it whatever the bytes behind it.
+_READ_PIECE = 1 << 20
+
+
 def _read_exact(stream: io.RawIOBase | BinaryIO, n: int) -> bytes:
+    """Up to ``n`` bytes of ``stream`` (fewer at its end), never allocating more than it yields."""
     chunks = []
     while n > 0:
-        chunk = stream.read(n)
+        chunk = stream.read(min(n, _READ_PIECE))
         if not chunk:
             break
         chunks.append(chunk)

@@ -149,6 +149,11 @@ class RowsEvent(Event):
         return f"{self.kind} table_id {self.table_id}, {_columns(self.column_count)}, {self.rows_size} bytes of rows{end}"
 
 
+def _selects_a_column(bitmap: bytes, column_count: int) -> bool:
+    """Whether a column bitmap (bit i for column i, least significant first) sets any of its columns."""
+    return bool(int.from_bytes(bitmap, "little") & ((1 << column_count) - 1))
+
+
 @decoder(*_ROWS_KIND)
 def _rows(raw: RawEvent, cursor: Cursor) -> RowsEvent:
     type_code = raw.type_code
@@ -168,6 +173,9 @@ def _rows(raw: RawEvent, cursor: Cursor) -> RowsEvent:
     rows = cursor.rest()
     if type_code in MARIADB_COMPRESSED_ROWS_TYPES:
         rows = uncompress_block(rows, MAX_EVENT_SIZE)
+    if rows and not any(_selects_a_column(bitmap, column_count) for bitmap in (before, after) if bitmap is not None):
+        # A row of no columns takes no bytes: the row decoder would never get past the first one.
+        raise ShortBody(f"{len(rows)} bytes of rows, but the column bitmaps select none of the {column_count} columns")
     return RowsEvent(
         **location(raw),
         kind=_ROWS_KIND[type_code],
