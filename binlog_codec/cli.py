@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Iterable, TextIO
 
-from . import __version__, json_binary, json_diff
+from . import __version__, build_description, json_binary, json_diff
 from .errors import BinlogError, CorruptEventError
 from .event_types import EventType
 from .events import Event, RowsEvent, TableMapEvent, decode
@@ -545,7 +545,7 @@ def cmd_backup_create(args: argparse.Namespace, out: TextIO) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="binlog-codec", description="Read MySQL and MariaDB binary log files.")
-    parser.add_argument("--version", action="version", version=f"binlog-codec {__version__}")
+    parser.add_argument("--version", action="version", version=f"binlog-codec {__version__} ({build_description()})")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr on long files")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -627,6 +627,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Iterable[str] | None = None) -> int:
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    log.info("binlog-codec %s (%s)", __version__, build_description())
     out = sys.stdout
     try:
         return args.run(args, out)
