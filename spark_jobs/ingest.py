@@ -217,15 +217,13 @@ def _materialize_tables(
 ) -> dict[str, int]:
     """Every table of the run materialized into ``out``; changes per table. Tables are submitted
     from several driver threads at once (up to twice the Spark slots), the largest first, so that
-    Spark runs one table's tasks in the slots another table's narrower stages (a sort into one
-    file, a driver-side step) leave idle, and the longest table is not the last to start. Each
-    thread has a session of its own (same SparkContext), so the settings one table's
-    materialize sets for its duration never leak into another's."""
+    Spark runs one table's tasks in the slots another table's driver-side steps or last tasks
+    leave idle, and the longest table is not the last to start."""
 
     def one(table_key: tuple[str, str], images: list[str]) -> int:
         database, table = table_key
         done = materialize(
-            spark.newSession(), images, database=database, table=table, key_columns=keys.get(table_key),
+            spark, images, database=database, table=table, key_columns=keys.get(table_key),
             current=table_folder(root, "current", database, table), target=str(out), run_name=run_id,
         )
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)

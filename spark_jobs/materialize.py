@@ -463,7 +463,6 @@ class _Fold:
         self._known_before()
         self._columns_of = functools.lru_cache(maxsize=None)(self._columns)
         self.states: dict[tuple, list[_Entry]] = {}
-        self.out_rows: list[int] = []
         self.out_pointers: list[list[int]] = []
         self.out_stale: dict[int, set[int]] = {}
 
@@ -515,11 +514,11 @@ class _Fold:
             self.states.setdefault(key, []).append(entry)
 
     def _emit(self, r: int, pointers: list[int], stale: set[int]) -> int:
-        self.out_rows.append(r)
+        """Row ``r``'s output (every input row has one, in input order)."""
         self.out_pointers.append(pointers)
         if stale:
-            self.out_stale[len(self.out_rows) - 1] = stale
-        return len(self.out_rows) - 1
+            self.out_stale[r] = stale
+        return r
 
     def _previous(self, entry: _Entry | None, version: int) -> tuple[list[int], set[int]]:
         """A state's pointers and stale columns in ``version`` (columns it lacks: null); none: unknown."""
@@ -629,9 +628,9 @@ class _Fold:
             columns.append(values.take(pa.array(index, mask=index < 0)))
         return columns
 
-    def _incomplete(self, pointers: np.ndarray, rows: np.ndarray) -> pa.Array:
-        unknown = (pointers < 0) & self.in_version[self.versions[rows]]
-        names: list[list[str]] = [[] for _ in range(len(rows))]
+    def _incomplete(self, pointers: np.ndarray) -> pa.Array:
+        unknown = (pointers < 0) & self.in_version[self.versions]
+        names: list[list[str]] = [[] for _ in range(self.n)]
         for i in np.flatnonzero(unknown.any(axis=1)).tolist() + list(self.out_stale):
             columns = set(np.flatnonzero(unknown[i]).tolist()) | self.out_stale.get(i, set())
             names[i] = [self.plan.image[j] for j in sorted(columns)]
@@ -641,47 +640,56 @@ class _Fold:
         row, prefix = (pointer, "") if pointer < self.n else (pointer - self.n, BEFORE_PREFIX)
         return self.unrepresentable.get(row, {}).get(prefix + self.plan.image[j])
 
-    def _unrepresentable(self, pointers: np.ndarray, rows: np.ndarray) -> pa.Array:
+    def _unrepresentable(self, pointers: np.ndarray) -> pa.Array:
         """Each output value's text where its source had one, then the row's own ``_before.`` texts."""
         kind = self.table.schema.field(UNREPRESENTABLE).type
-        entries: list[list[tuple[str, str]]] = [[] for _ in range(len(rows))]
+        entries: list[list[tuple[str, str]]] = [[] for _ in range(self.n)]
         if self.unrepresentable:
             has_text = np.zeros(2 * self.n, dtype=bool)
             has_text[list(self.unrepresentable)] = True
             has_text[[self.n + r for r in self.unrepresentable]] = True
             inputs = (pointers >= 0) & (pointers < 2 * self.n)  # an applied document has no text
             flagged = has_text[np.where(inputs, pointers, 0)] & inputs
-            for i in np.flatnonzero(flagged.any(axis=1) | has_text[rows]).tolist():
+            for i in np.flatnonzero(flagged.any(axis=1) | has_text[: self.n]).tolist():
                 found = [(self.plan.image[j], self._text(int(pointers[i, j]), j)) for j in np.flatnonzero(flagged[i])]
-                own = self.unrepresentable.get(int(rows[i]), {})
+                own = self.unrepresentable.get(i, {})
                 entries[i] = [e for e in found if e[1] is not None] + [e for e in own.items() if e[0].startswith(BEFORE_PREFIX)]
         return pa.array(entries, type=kind)
 
-    def _commit_dates(self, rows: np.ndarray) -> pa.Array:
-        stamps = self.table.column(COMMIT_TS).combine_chunks().take(rows)
+    def _commit_dates(self) -> pa.Array:
+        stamps = self.table.column(COMMIT_TS).combine_chunks()
         micros = pc.cast(pc.cast(stamps, pa.timestamp("us", stamps.type.tz)), pa.int64()).fill_null(0)
         days = np.floor_divide(micros.to_numpy(zero_copy_only=False), MICROS_PER_DAY).astype(np.int32)
         return pa.array(days, mask=stamps.is_null().to_numpy(zero_copy_only=False)).cast(pa.date32())
 
     def output(self) -> pa.Table:
         """The output rows: every change, and the ``current`` rows that stayed the latest of their key."""
-        rows = np.asarray(self.out_rows, dtype=np.int64)
-        pointers = np.asarray(self.out_pointers, dtype=np.int64).reshape(len(rows), self.m)
-        final = np.zeros(len(rows), dtype=bool)
+        pointers = np.asarray(self.out_pointers, dtype=np.int64).reshape(self.n, self.m)
+        final = np.zeros(self.n, dtype=bool)
         for entries in self.states.values():
             final[[entry.out for entry in entries]] = True
         arrays, names = self._image_columns(pointers), list(self.plan.image)
-        computed = {INCOMPLETE: self._incomplete(pointers, rows), UNREPRESENTABLE: self._unrepresentable(pointers, rows)}
+        computed = {INCOMPLETE: self._incomplete(pointers), UNREPRESENTABLE: self._unrepresentable(pointers)}
         changes = split_schema(self.table.schema)[1]
         for each in changes:
             if each.name in (VERSION, PRIOR):
                 continue
-            arrays.append(computed[each.name] if each.name in computed else self.table.column(each.name).take(rows))
+            arrays.append(computed[each.name] if each.name in computed else self.table.column(each.name))
             names.append(each.name)
-        prior = self.prior[rows]
-        arrays += [self._commit_dates(rows), pa.array(final), pa.array(prior)]
+        arrays += [self._commit_dates(), pa.array(final), pa.array(self.prior)]
         names += [COMMIT_DATE, FINAL, PRIOR]
-        return pa.Table.from_arrays(arrays, names=names).filter(pa.array(~prior | final))
+        return _where(pa.Table.from_arrays(arrays, names=names), ~self.prior | final)
+
+
+def _flags(values: pa.Table | pa.ChunkedArray | pa.Array, column: str | None = None) -> np.ndarray:
+    """A boolean column (of a table: the one named ``column``) as a NumPy array."""
+    values = values.column(column) if column is not None else values
+    return values.to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _where(table: pa.Table, keep: np.ndarray) -> pa.Table:
+    """The rows of ``table`` where ``keep`` is true; the table itself when that is every row (no copy)."""
+    return table if keep.all() else table.filter(pa.array(keep))
 
 
 def fold_table(table: pa.Table, plan: FoldPlan) -> pa.Table:
@@ -744,9 +752,28 @@ def _tagged(table: pa.Table, merged: MergedSchema, version: int, prior: bool) ->
     return projected.append_column(PRIOR, pa.array(np.full(table.num_rows, prior)))
 
 
-def _sorted(table: pa.Table, first: Sequence[tuple[str, str]] = ()) -> pa.Table:
-    keys = [*first, *((name, "ascending", "at_start") for name in ORDER)]
-    return table.take(pc.sort_indices(table, sort_keys=keys))
+def _sort_keys(values: pa.ChunkedArray) -> list[np.ndarray]:
+    """Numbers that sort like ``values`` with nulls first: whether each is valid, then its value
+    (text: its rank)."""
+    values = values.combine_chunks()
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    if pa.types.is_integer(values.type):
+        numbers = values.fill_null(0).to_numpy(zero_copy_only=False)
+    else:
+        numbers = pc.rank(values, sort_keys="ascending", tiebreaker="dense").to_numpy()
+    return [valid, numbers]
+
+
+def _sorted(table: pa.Table, *, prior_first: bool = False) -> pa.Table:
+    """``table`` in log order (:data:`ORDER`, nulls first); ``prior_first``: the rows of ``current``
+    before the changes. A table already in that order is returned as it is."""
+    keys = [key for name in ORDER for key in _sort_keys(table.column(name))]
+    if prior_first:
+        keys.insert(0, ~table.column(PRIOR).to_numpy(zero_copy_only=False).astype(bool))
+    order = np.lexsort(keys[::-1])  # lexsort's last key is the first one sorted on
+    if np.array_equal(order, np.arange(len(order))):
+        return table
+    return table.take(order)
 
 
 def fold_input(
@@ -762,7 +789,7 @@ def fold_input(
     key, unique = table_keys(key_columns, merged)
     parts = [_tagged(current, merged, 0, True)] if current is not None else []
     parts += [_tagged(each, merged, len(parts) + number, False) for number, each in enumerate(inputs)]
-    rows = _sorted(pa.concat_tables(parts), [(PRIOR, "descending", "at_end")])
+    rows = _sorted(pa.concat_tables(parts), prior_first=True)
     plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in schemas))
     return rows, plan, merged
 
@@ -906,14 +933,19 @@ class _Table:
     run_name: str
 
 
-def _read_input(source: _Input, merged: MergedSchema, columns: Sequence[str] | None = None) -> Iterator[pa.Table]:
-    """An input file in batches of :data:`BATCH_ROWS` rows, projected onto ``merged`` and tagged
-    with its version and origin (``columns``: read only these, the others null)."""
+def _batches(source: _Input, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
+    """An input file in batches of :data:`BATCH_ROWS` rows, as stored (``columns``: only these)."""
     filesystem, path = _filesystem(source.path)
     parquet = pq.ParquetFile(path, filesystem=filesystem)
-    names = None if columns is None else [name for name in parquet.schema_arrow.names if name in columns]
+    names = None if columns is None else [name for name in parquet.schema_arrow.names if name in set(columns)]
     for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=names):
-        yield _tagged(pa.Table.from_batches([batch]), merged, source.version, source.prior)
+        yield pa.Table.from_batches([batch])
+
+
+def _read_input(source: _Input, merged: MergedSchema) -> Iterator[pa.Table]:
+    """An input file in batches, projected onto ``merged`` and tagged with its version and origin."""
+    for rows in _batches(source):
+        yield _tagged(rows, merged, source.version, source.prior)
 
 
 def _key_changes(source: _Input, table: _Table) -> list[tuple[tuple, Any, Any]]:
@@ -921,10 +953,9 @@ def _key_changes(source: _Input, table: _Table) -> list[tuple[tuple, Any, Any]]:
     (log order, before key, after key); only the columns that say so are read."""
     if source.prior:
         return []
-    columns = {*table.plan.key, OP, BEFORE, PRESENT, PARTIAL, *ORDER}
     found = []
-    for rows in _read_input(source, table.merged, columns):
-        updates = rows.filter(pc.equal(rows.column(OP), UPDATE))
+    for rows in _batches(source, {*table.plan.key, OP, BEFORE, PRESENT, PARTIAL, *ORDER}):
+        updates = _tagged(rows.filter(pc.equal(rows.column(OP), UPDATE)), table.merged, source.version, False)
         if updates.num_rows:
             order = zip(*(updates.column(name).to_pylist() for name in ORDER))
             moves = _Fold(updates, table.plan).key_changes()
@@ -941,9 +972,10 @@ def _bucket_numbers(rows: pa.Table, plan: FoldPlan, roots: dict, buckets: int) -
     """Per row, the bucket of its key's group: the root of the key changes linking its key (the
     key naming its previous state: the before-image's for updates and deletes, else its own),
     hashed by CRC-32 of its text so every process agrees."""
-    after, before = row_keys(rows, plan.key)
-    ops, prior = rows.column(OP).to_pylist(), rows.column(PRIOR).to_pylist()
-    keys = [b if not p and op in (UPDATE, DELETE) else a for a, b, op, p in zip(after, before, ops, prior)]
+    moved = pc.and_(pc.invert(rows.column(PRIOR)), pc.is_in(rows.column(OP), pa.array([UPDATE, DELETE])))
+    before = rows.column(BEFORE)
+    arrays = [pc.if_else(moved, pc.struct_field(before, name), rows.column(name)).combine_chunks() for name in plan.key]
+    keys = _keys(arrays, any(pa.types.is_nested(array.type) for array in arrays))
     return np.fromiter(
         (zlib.crc32(repr(roots.get(key, key)).encode()) % buckets for key in keys), dtype=np.int64, count=len(keys)
     )
@@ -1004,15 +1036,15 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
     rows = _bucket_rows(bucket, inputs, table)
     if not rows.num_rows:
         return 0, 0
-    folded = fold_table(_sorted(rows, [(PRIOR, "descending", "at_end")]), table.plan)
+    folded = fold_table(_sorted(rows, prior_first=True), table.plan)
     name = f"{table.run_name}-{bucket:05d}.parquet"
-    changes = folded.filter(pc.invert(folded.column(PRIOR))).drop_columns([FINAL, PRIOR])
+    changes = _where(folded, ~_flags(folded, PRIOR)).drop_columns([FINAL, PRIOR])
     days = changes.column(COMMIT_DATE)
     for day in sorted(pc.unique(days).to_pylist(), key=lambda each: (each is None, each)):
         chosen = pc.is_null(days) if day is None else pc.equal(days, pa.scalar(day, days.type))
         folder = f"commit_date={NULL_PARTITION if day is None else day.isoformat()}"
-        _write_parquet(changes.filter(chosen).drop_columns([COMMIT_DATE]), f"{table.scratch}/changes/{folder}/{name}")
-    latest = _sorted(folded.filter(folded.column(FINAL)).drop_columns([COMMIT_DATE, FINAL, PRIOR]))
+        _write_parquet(_where(changes, _flags(chosen)).drop_columns([COMMIT_DATE]), f"{table.scratch}/changes/{folder}/{name}")
+    latest = _sorted(_where(folded, _flags(folded, FINAL)).drop_columns([COMMIT_DATE, FINAL, PRIOR]))
     if latest.num_rows:
         _write_parquet(latest, f"{table.scratch}/current/{name}")
     return changes.num_rows, latest.num_rows
