@@ -381,12 +381,12 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
                         encode(record.gtid), encode(record.timestamp),
                     )
                 change = record.change
-                # '{"before": ..., "after": ..., "partial": [...]}' less its opening brace
+                # '"before": ..., "after": ..., "partial": [...]}': the images, encoded one by one
                 if change.partial:
-                    images = join(chunks(_partial_images(record), 0))
+                    images = join(chunks(_partial_images(record), 0))[1:]
                 else:
-                    images = join(chunks({"before": change.before, "after": change.after, "partial": []}, 0))
-                pending.append(f"{head}{record.row_index}{middle}{images[1:]}\n")
+                    images = f'"before": {encode(change.before)}, "after": {encode(change.after)}, "partial": []}}'
+                pending.append(f"{head}{record.row_index}{middle}{images}\n")
                 if len(pending) >= _ROWS_PER_WRITE:
                     out.write("".join(pending))
                     pending.clear()

@@ -351,6 +351,21 @@ def _text_decoder(
         except charsets.CharsetError as exc:
             raise ShortBody(str(exc)) from None
 
+    if round_trip is None and charsets.collation(collation_id, flavour).codec == "utf-8":
+        return _utf8(convert)
+    return convert
+
+
+def _utf8(checked: Callable[[bytes], Any]) -> Callable[[bytes], str]:
+    """UTF-8 text (utf8mb4, the most common charset) decoded by Python's own codec in one call;
+    bytes that are not UTF-8 go to ``checked``, which raises the located error."""
+
+    def convert(raw: bytes) -> str:
+        try:
+            return str(raw, "utf-8")
+        except UnicodeDecodeError:
+            return checked(raw)
+
     return convert
 
 
