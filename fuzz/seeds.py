@@ -73,6 +73,16 @@ def real_binlogs() -> list[Path]:
 
 
 @lru_cache(maxsize=1)
+def _real_binlog_digests() -> frozenset[str]:
+    return frozenset(hashlib.sha1(path.read_bytes()).hexdigest() for path in real_binlogs())
+
+
+def is_real_binlog(data: bytes) -> bool:
+    """Whether ``data`` is a whole real binlog: those are seeds, never part of the committed corpus."""
+    return hashlib.sha1(data).hexdigest() in _real_binlog_digests()
+
+
+@lru_cache(maxsize=1)
 def _synthetic_binlogs() -> tuple[tuple[str, bytes], ...]:
     """Small synthetic MySQL 8.0 binlogs: each row image kind, plain and compressed."""
     files = []

@@ -56,6 +56,10 @@ TABLE_MAP_FDE = parse_format_description(format_description_body("8.0.40") + byt
 BASE_DOCUMENTS = (order_document(random.Random(4)), settings_document(random.Random(2)))
 # Lookups the binary_json target makes in each object of a document, at most.
 LOOKUPS = 16
+# The memory promise: what decoding an input may allocate at its peak is at most this many bytes
+# per byte of input (Python objects for decoded rows and values) plus a constant.
+MEMORY_PER_INPUT_BYTE = 400
+MEMORY_ALLOWANCE = 8 << 20
 
 _scratch: Path | None = None
 

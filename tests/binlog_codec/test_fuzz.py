@@ -12,7 +12,8 @@ or not (unverified, a flipped byte reaches the event decoders instead of failing
 * The only exceptions allowed are :class:`~binlog_codec.errors.BinlogError` subclasses, and for
   binary JSON its documented :class:`~binlog_codec.json_binary.JsonBinaryError`.
 * Time per input is bounded by the hypothesis deadline; memory, for the huge-length cases, by a
-  tracemalloc peak of at most :data:`BYTES_PER_INPUT_BYTE` times the input plus a constant.
+  tracemalloc peak of at most :data:`fuzz.targets.MEMORY_PER_INPUT_BYTE` times the input plus a
+  constant.
 
 Inputs the fuzzing found that once hung or allocated from a lying length are kept at the end,
 exactly as found.
@@ -50,6 +51,7 @@ from mariadb import REPO_ROOT
 if str(REPO_ROOT) not in sys.path:  # the fuzz package sits at the top of the repository
     sys.path.insert(0, str(REPO_ROOT))
 from fuzz import targets as fuzz_targets  # noqa: E402
+from fuzz.targets import MEMORY_ALLOWANCE, MEMORY_PER_INPUT_BYTE  # noqa: E402
 from fuzz.seeds import seeds as fuzz_seeds  # noqa: E402
 
 EXAMPLES = int(os.environ.get("BINLAKE_FUZZ_EXAMPLES", "100"))
@@ -61,8 +63,6 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 HEADER = 19
-BYTES_PER_INPUT_BYTE = 400  # Python objects for decoded rows, per byte of input
-MEMORY_ALLOWANCE = 8 << 20
 HUGE = [2**32 - 1, 2**31, 10**9, 2**64 - 1, 2**63, 0xFFFFFF, 0xFFFF]
 
 SEED_FILES = [
@@ -144,7 +144,7 @@ def _within_memory(decode, data: bytes) -> None:
             peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak <= BYTES_PER_INPUT_BYTE * len(data) + MEMORY_ALLOWANCE, f"{peak} bytes for {len(data)} bytes of input"
+    assert peak <= MEMORY_PER_INPUT_BYTE * len(data) + MEMORY_ALLOWANCE, f"{peak} bytes for {len(data)} bytes of input"
 
 
 def _quietly(decode, data: bytes, allowed: tuple[type[BaseException], ...]) -> None:
