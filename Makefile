@@ -42,6 +42,7 @@ help:
 	@echo "make test    run the test suite"
 	@echo "make airflow start a private Airflow (UI with the binlake view)"
 	@echo "make bench   run the benchmark"
+	@echo "make fuzz    fuzz every decoder, FUZZ_SECONDS (600) each"
 	@echo "make lock    re-resolve requirements.in into requirements.lock"
 	@echo "make clean   remove .venv and caches"
 
@@ -131,3 +132,10 @@ clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build dist *.egg-info \
 	  spark-warehouse metastore_db
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Coverage-guided fuzzing (atheris) of every decoder, one target after the other, FUZZ_SECONDS
+# each; summary in fuzz/work/summary.json, findings in fuzz/work/<target>/findings/.
+FUZZ_SECONDS ?= 600
+.PHONY: fuzz
+fuzz: $(DEV_STAMP)
+	nice -n 19 $(VPY) -m fuzz.run --all --seconds $(FUZZ_SECONDS)
