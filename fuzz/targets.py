@@ -45,7 +45,7 @@ from binlog_codec.errors import BinlogError
 from binlog_codec.event_types import EventType
 from binlog_codec.reader import CHECKSUM_SIZE, HEADER_V4, EventHeader, RawEvent, parse_format_description
 from binlog_codec.rows import TableVersion, read_rows
-from binlog_codec.table_map import column_description, decode_table_map, metadata_comment
+from binlog_codec.table_map import TableMap, column_description, decode_table_map, metadata_comment
 from binlog_codec.transactions import scan_transactions
 from binlog_codec.writer import format_description_body
 
@@ -93,13 +93,12 @@ def table_map(data: bytes) -> None:
     header = EventHeader(0, EventType.TABLE_MAP, 1, size, 4 + size, 0)
     event = events.decode(RawEvent("table_map", 4, 4 + size, header, data, None, TABLE_MAP_FDE))
     table = decode_table_map(event)
-    version = TableVersion(table)
     for flavour in FLAVOURS:
-        version.plan(event, flavour, None)  # a column it cannot plan is an error located at the table map
+        TableVersion(table).plan(event, flavour, None)  # what it cannot plan is an error located at the map
         _describe(table, flavour)
 
 
-def _describe(table, flavour: str) -> None:
+def _describe(table: TableMap, flavour: str) -> None:
     """The text and data of every column. :func:`~binlog_codec.table_map.sql_type` documents a
     ValueError for a collation the flavour does not define, an ENUM/SET value invalid in its
     charset, or type metadata no server writes: the ``metadata`` command reports it."""
