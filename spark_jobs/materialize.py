@@ -971,14 +971,29 @@ def _log_order(position: tuple) -> tuple:
 def _bucket_numbers(rows: pa.Table, plan: FoldPlan, roots: dict, buckets: int) -> np.ndarray:
     """Per row, the bucket of its key's group: the root of the key changes linking its key (the
     key naming its previous state: the before-image's for updates and deletes, else its own),
-    hashed by CRC-32 of its text so every process agrees."""
+    hashed so that every process agrees (:func:`_integer_hash`, else CRC-32 of the key's text)."""
     moved = pc.and_(pc.invert(rows.column(PRIOR)), pc.is_in(rows.column(OP), pa.array([UPDATE, DELETE])))
     before = rows.column(BEFORE)
     arrays = [pc.if_else(moved, pc.struct_field(before, name), rows.column(name)).combine_chunks() for name in plan.key]
+    if not roots and all(pa.types.is_integer(array.type) for array in arrays):
+        return (_integer_hash(arrays) % np.uint64(buckets)).astype(np.int64)
     keys = _keys(arrays, any(pa.types.is_nested(array.type) for array in arrays))
     return np.fromiter(
         (zlib.crc32(repr(roots.get(key, key)).encode()) % buckets for key in keys), dtype=np.int64, count=len(keys)
     )
+
+
+def _integer_hash(arrays: Sequence[pa.Array]) -> np.ndarray:
+    """A 64-bit hash per row of integer columns (nulls hash apart from every value): each value
+    multiplied by a large odd constant, mixed into the row's hash (the FNV-1a pattern), then
+    folded so the low bits depend on the high ones."""
+    hashed = np.full(len(arrays[0]), 0xCBF29CE484222325, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for array in arrays:
+            values = array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64)
+            values = values * np.uint64(0x9E3779B97F4A7C15) + array.is_null().to_numpy(zero_copy_only=False)
+            hashed = (hashed ^ values) * np.uint64(0x100000001B3)
+        return hashed ^ (hashed >> np.uint64(29))
 
 
 def _part_file(table: _Table, bucket: int, source: int) -> str:

@@ -615,3 +615,22 @@ def test_spark_fixture_without_primary_key(spark, tmp_path):
     assert comparable(read_files(result.changes_files), result.merged) == comparable(
         memory.changes.drop_columns(["commit_date"]), result.merged)
     assert comparable(read_files(result.current_files), result.merged) == comparable(memory.current, result.merged)
+
+
+def test_spark_buckets_keep_every_key_whole(spark, tmp_path):
+    """Integer keys without key changes are bucketed by their hash: every change of a key lands in
+    the same bucket (so in one file), and the buckets together are the in-memory fold."""
+    log = Log(V1)
+    first = staged([log.insert(id=i, name=f"n{i}", qty=i, photo=None) for i in range(1, 41)])
+    second = staged([log.update({"id": i}, {"qty": -i}) for i in range(1, 41, 3)] + [log.delete(id=i) for i in range(2, 41, 5)])
+    result = materialize(spark, write_staged(tmp_path / "stage", [first, second]), database="shop", table="items",
+                         key_columns=["id"], current=None, target=str(tmp_path / "run"), run_name="r", partitions=3)
+    memory = materialize_tables([first, second], ["id"])
+    assert result.key_changes == 0 and len(result.changes_files) == 3 and in_log_order(result.changes_files)
+    assert comparable(read_files(result.changes_files), result.merged) == comparable(memory.changes, memory.merged)
+    assert comparable(read_files(result.current_files), result.merged) == comparable(memory.current, memory.merged)
+    files_of_key: dict[int, set[str]] = {}
+    for name in result.changes_files:
+        for row in pq.read_table(name).to_pylist():
+            files_of_key.setdefault(row["id"] if row["_op"] == "c" else row["_before"]["id"], set()).add(name)
+    assert len(files_of_key) == 40 and all(len(files) == 1 for files in files_of_key.values())
