@@ -77,12 +77,13 @@ from binlog_codec.rows import RowRecord, TableVersions
 from binlog_codec.table_map import TableMap
 from binlog_codec.transactions import Transaction
 
+from .gc_pause import paused_gc
 from .layout import path_part
 from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_rows, split_transactions
 
 log = logging.getLogger(__name__)
 
-BATCH_ROWS = 50_000  # rows of one table version buffered before they are written
+BATCH_ROWS = 16_384  # rows of one table version buffered before they are written (memory per task)
 TEMPORARY = "_temporary"
 IMAGES, TRANSACTIONS, TABLE_SCHEMAS, CHARSET_CHECKS = "images", "transactions", "table_schemas", "charset_checks"
 
@@ -370,8 +371,9 @@ def decode_split(split: Split, work_dir: str | os.PathLike[str], batch_rows: int
     versions = TableVersions()
     try:
         index = _TransactionIndex(split)
-        for record in split_rows(split, versions=versions):
-            images.append(record, index.count(record))
+        with paused_gc():
+            for record in split_rows(split, versions=versions):
+                images.append(record, index.count(record))
         summary["versions"] = images.close()
         summary["charset_checks"] = versions.round_trips.rows()
         summary["transactions_path"] = index.write(work)

@@ -139,9 +139,7 @@ Spark (small tables, tests).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
-import gc
 import logging
 import os
 import posixpath
@@ -161,6 +159,7 @@ from pyarrow import fs as pafs
 from binlog_codec import json_binary, json_diff, json_text
 from binlog_codec.arrow import BEFORE_PREFIX
 
+from .gc_pause import paused_gc
 from .layout import table_folder
 
 log = logging.getLogger(__name__)
@@ -703,21 +702,10 @@ def fold_table(table: pa.Table, plan: FoldPlan) -> pa.Table:
     the ``current`` rows no change replaced; with ``commit_date`` (UTC date of
     ``_commit_ts``), ``__final`` (the row is its key's latest) and ``__prior``.
     """
-    with _without_gc():  # the fold makes many small lists and no cycles: collection passes only cost time
+    with paused_gc():
         fold = _Fold(table, plan)
         fold.run()
         return fold.output()
-
-
-@contextlib.contextmanager
-def _without_gc() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # -- in memory ------------------------------------------------------------------
