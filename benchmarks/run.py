@@ -44,6 +44,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -56,8 +57,10 @@ sys.path.insert(0, str(HERE))
 import backup_bench  # noqa: E402
 import json_corpus  # noqa: E402
 import make_binlog  # noqa: E402
+import plot  # noqa: E402
 
 RESULTS = make_binlog.BENCH_DIR / "results.json"
+PLOT = RESULTS.with_suffix(".svg")  # throughput per measurement, next to the results
 BASELINE = "mariadb-binlog"
 
 # The in-tree command line, run with this interpreter.
@@ -67,18 +70,31 @@ CODEC = [sys.executable, "-c", "import sys; from binlog_codec.cli import main; s
 ROW_KINDS = ("insert", "update", "delete")
 PYMYSQLREPLICATION = "python-mysql-replication"
 CODEC_ROWS = "binlog-codec rows"
+ARROW = "decode to Arrow batches"
+MARIADB_V = "mariadb-binlog -v decode-rows"
 READ_ROWS = "python read_rows"
 INGEST_1 = "spark ingest local[1]"
 INGEST_2 = "spark ingest local[2]"
 # Rows/s of the first entry over rows/s of the second (same as seconds of the
 # second over seconds of the first): above 1, the first is faster.
-RATIOS = [(CODEC_ROWS, PYMYSQLREPLICATION), (READ_ROWS, PYMYSQLREPLICATION), (INGEST_2, INGEST_1)]
+RATIOS = [(CODEC_ROWS, PYMYSQLREPLICATION), (READ_ROWS, PYMYSQLREPLICATION), (CODEC_ROWS, MARIADB_V),
+          (ARROW, MARIADB_V), (INGEST_2, INGEST_1)]
 # Seconds of the first entry over seconds of the second: how many times as long
 # the first takes.
 TIME_RATIOS = [(INGEST_2, CODEC_ROWS)]
-# What binlog-codec rows aims at on one core, and how the ingest scales from one
-# core to two (rows/s of local[2] over rows/s of local[1]).
-TARGETS = {"rows_per_s": 100_000, "vs_python_mysql_replication": 5.0, "ingest_local2_vs_local1": 1.7}
+# What binlog-codec aims at on one core (rows/s; rows/s over a peer's; peak
+# memory), how the ingest scales from one core to two (rows/s of local[2] over
+# rows/s of local[1]), and how long the ingest may take next to the codec alone.
+TARGETS = {
+    "rows_per_s": 100_000,
+    "vs_python_mysql_replication": 5.0,
+    "codec_rows_vs_mariadb_binlog_v": 1.0,
+    "arrow_vs_mariadb_binlog_v": 1.5,
+    "codec_rows_peak_rss_mb": 300,
+    "ingest_local2_vs_local1": 1.7,
+    "ingest_local2_vs_local1_stretch": 1.8,
+    "ingest_seconds_vs_codec_rows": 2.0,
+}
 # Runs of each ingest measurement (--ingest-repeat): each takes minutes.
 INGEST_REPEAT = 1
 # Where the ingest measurements keep their source folder, warehouses and logs.
@@ -307,7 +323,7 @@ BENCHMARKS: list[dict] = [
         "what": "mariadb-binlog FILE (framing, base64 rows)",
     },
     {
-        "name": "mariadb-binlog -v decode-rows",
+        "name": MARIADB_V,
         "argv": ["{mariadb_binlog}", "-v", "--base64-output=decode-rows", "{file}"],
         "what": "mariadb-binlog with rows decoded to pseudo-SQL",
     },
@@ -330,6 +346,11 @@ BENCHMARKS: list[dict] = [
         "name": CODEC_ROWS,
         "argv": [*CODEC, "rows", "{file}"],
         "what": "one JSON line per row change (values decoded)",
+    },
+    {
+        "name": ARROW,
+        "argv": [sys.executable, str(HERE / "arrow_decode.py"), "{file}"],
+        "what": "read_rows into one Arrow ImageBatchBuilder per table version, batches of 65536 rows, dropped",
     },
     {
         "name": READ_ROWS,
@@ -395,22 +416,36 @@ def _git_commit() -> str | None:
         return None
 
 
-def run_command(argv: list[str], timeout: float) -> float:
+def run_command(argv: list[str], timeout: float) -> tuple[float, float]:
+    """Wall seconds and peak resident memory (MB, from the kernel's accounting of the
+    process) of one run of ``argv``, output to /dev/null."""
     t0 = time.perf_counter()
-    proc = subprocess.run(
-        argv,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        timeout=timeout,
-        cwd=REPO_ROOT,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-            p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)),
-    )
-    seconds = time.perf_counter() - t0
-    if proc.returncode != 0:
-        tail = proc.stderr.decode(errors="replace").strip()[-800:]
-        raise RuntimeError(f"exit {proc.returncode}: {tail}")
-    return seconds
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            cwd=REPO_ROOT,
+            env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)),
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                raise RuntimeError(f"timed out after {timeout:.0f} s")
+            time.sleep(0.01)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            errors.seek(0)
+            tail = errors.read().decode(errors="replace").strip()[-800:]
+            raise RuntimeError(f"exit {proc.returncode}: {tail}")
+    return seconds, usage.ru_maxrss / 1024
 
 
 def _load() -> float | None:
@@ -460,8 +495,12 @@ def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -
             shown = ["binlog-codec" if a == CODEC[-1] else a for a in argv
                      if a not in (CODEC[0], "-c")]
             result["command"] = " ".join(shown)
+            peaks = []
             for _ in range(repeat):
-                times.append(run_command(argv, timeout))
+                seconds, peak = run_command(argv, timeout)
+                times.append(seconds)
+                peaks.append(peak)
+            result["peak_rss_mb"] = round(max(peaks), 1)
     except Exception as exc:  # noqa: BLE001 - every failure is recorded
         result["error"] = f"{type(exc).__name__}: {exc}"
     result["load_average"] = [load_before, _load()]
@@ -469,6 +508,33 @@ def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -
         result["seconds"] = round(min(times), 4)
         result["all_seconds"] = [round(t, 4) for t in times]
     return result
+
+
+def targets_met(by_name: dict, ratios: dict) -> dict:
+    """:data:`TARGETS` and, for each, whether this run met it (None: not measured)."""
+
+    def at_least(value, target):
+        return None if value is None else value >= target
+
+    def at_most(value, target):
+        return None if value is None else value <= target
+
+    scaling = ratios.get(f"{INGEST_2} / {INGEST_1}")
+    return {
+        **TARGETS,
+        "rows_per_s_met": at_least(by_name.get(CODEC_ROWS, {}).get("rows_per_s"), TARGETS["rows_per_s"]),
+        "vs_python_mysql_replication_met": at_least(
+            ratios.get(f"{CODEC_ROWS} / {PYMYSQLREPLICATION}"), TARGETS["vs_python_mysql_replication"]),
+        "codec_rows_vs_mariadb_binlog_v_met": at_least(
+            ratios.get(f"{CODEC_ROWS} / {MARIADB_V}"), TARGETS["codec_rows_vs_mariadb_binlog_v"]),
+        "arrow_vs_mariadb_binlog_v_met": at_least(ratios.get(f"{ARROW} / {MARIADB_V}"), TARGETS["arrow_vs_mariadb_binlog_v"]),
+        "codec_rows_peak_rss_mb_met": at_most(
+            by_name.get(CODEC_ROWS, {}).get("peak_rss_mb"), TARGETS["codec_rows_peak_rss_mb"]),
+        "ingest_local2_vs_local1_met": at_least(scaling, TARGETS["ingest_local2_vs_local1"]),
+        "ingest_local2_vs_local1_stretch_met": at_least(scaling, TARGETS["ingest_local2_vs_local1_stretch"]),
+        "ingest_seconds_vs_codec_rows_met": at_most(
+            ratios.get(f"seconds of {INGEST_2} / seconds of {CODEC_ROWS}"), TARGETS["ingest_seconds_vs_codec_rows"]),
+    }
 
 
 def _spin(count: int) -> int:
@@ -592,18 +658,7 @@ def main(argv: list[str] | None = None) -> int:
         if "seconds" in by_name.get(ours, {}) and "seconds" in by_name.get(theirs, {}):
             ratios[f"seconds of {ours} / seconds of {theirs}"] = round(
                 by_name[ours]["seconds"] / by_name[theirs]["seconds"], 2)
-    scaling = ratios.get(f"{INGEST_2} / {INGEST_1}")
-    codec_rows = by_name.get(CODEC_ROWS, {})
-    targets = {
-        **TARGETS,
-        "rows_per_s_met": codec_rows["rows_per_s"] >= TARGETS["rows_per_s"] if codec_rows.get("rows_per_s") else None,
-        "vs_python_mysql_replication_met": (
-            ratios[f"{CODEC_ROWS} / {PYMYSQLREPLICATION}"] >= TARGETS["vs_python_mysql_replication"]
-            if f"{CODEC_ROWS} / {PYMYSQLREPLICATION}" in ratios else None
-        ),
-        "ingest_local2_vs_local1_met": scaling >= TARGETS["ingest_local2_vs_local1"] if scaling is not None else None,
-    }
-
+    report_targets = targets_met(by_name, ratios)
     report = {
         "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "file": str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path),
@@ -621,7 +676,7 @@ def main(argv: list[str] | None = None) -> int:
         "ratios": ratios,
         "ratios_mean": "rows/s of the first / rows/s of the second (above 1: the first is faster); "
                        "'seconds of A / seconds of B': how many times as long A takes as B",
-        "targets": targets,
+        "targets": report_targets,
         "machine": {
             "cores": os.cpu_count(),
             "load_average_at_start": load_at_start,
@@ -651,6 +706,7 @@ def main(argv: list[str] | None = None) -> int:
         report["note"] = "partial run (--only)"
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    plot.write(report, PLOT)
 
     print(json.dumps(report, indent=2))
     print(file=sys.stderr)
@@ -690,7 +746,7 @@ def main(argv: list[str] | None = None) -> int:
         b = report["backup"]
         print(f"  backup image ({b['bytes'] / 1e6:.0f} MB): write {b['write_mb_per_s']} MB/s, read {b['read_mb_per_s']} MB/s",
               file=sys.stderr)
-    print(f"results written to {RESULTS.relative_to(REPO_ROOT)}", file=sys.stderr)
+    print(f"results written to {RESULTS.relative_to(REPO_ROOT)}, chart to {PLOT.relative_to(REPO_ROOT)}", file=sys.stderr)
     return 0
 
 
