@@ -218,19 +218,23 @@ def _materialize_tables(
     """Every table of the run materialized into ``out``; changes per table. Tables are submitted
     from several driver threads at once (up to twice the Spark slots), the largest first, so that
     Spark runs one table's tasks in the slots another table's driver-side steps or last tasks
-    leave idle, and the longest table is not the last to start."""
+    leave idle, and the longest table is not the last to start. A table is cut into buckets (fold
+    tasks) only where it holds more than one slot's share of the run's row changes."""
 
     def one(table_key: tuple[str, str], images: list[str]) -> int:
         database, table = table_key
         done = materialize(
             spark, images, database=database, table=table, key_columns=keys.get(table_key),
             current=table_folder(root, "current", database, table), target=str(out), run_name=run_id,
+            slot_rows=slot_rows,
         )
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
         return done.changes_rows
 
     tables = sorted(decoded.images.items(), key=lambda item: (-decoded.rows.get(item[0], 0), item[0]))
-    threads = min(len(tables), 2 * max(1, spark.sparkContext.defaultParallelism))
+    slots = max(1, spark.sparkContext.defaultParallelism)
+    slot_rows = max(1, -(-sum(decoded.rows.values()) // slots))  # one slot's share of the run's row changes
+    threads = min(len(tables), 2 * slots)
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="materialize") as pool:
         futures = [(table_key, pool.submit(one, table_key, images)) for table_key, images in tables]
         return {f"{database}.{table}": future.result() for (database, table), future in sorted(futures)}

@@ -106,8 +106,10 @@ schema from their footers); the rows never pass through the JVM:
    before-image value of an input row) and builds each output column with one
    ``take``. Only keys and the column lists are read into Python.
 
-A bucket holds about ``rows_per_file`` rows, and a large table has at least one
-bucket per Spark slot, so that memory per task is bounded and every slot folds.
+A bucket holds at most about ``rows_per_file`` rows, so memory per task is
+bounded, and a large table is cut into a bucket per slot -- or, when several
+tables are folded side by side, into buckets of one slot's share of the whole
+run -- so that every slot folds to the end without cutting what needs no cut.
 Each output file is in log order; the files of one run split the keys between
 them (query with ``ORDER BY`` the change key for one log order across files).
 
@@ -1101,11 +1103,13 @@ def _key_roots(spark, inputs: Sequence[_Input], table: _Table) -> tuple[dict, in
     return {_hashable_row(key): _hashable_row(root) for key, root in mapping}, len(found)
 
 
-def _bucket_count(spark, rows: int, rows_per_file: int) -> int:
+def _bucket_count(spark, rows: int, rows_per_file: int, slot_rows: int | None) -> int:
     """Buckets (fold tasks, and files per output) for ``rows`` input rows: about ``rows_per_file``
-    rows each, and one per Spark slot from :data:`SPREAD_ROWS` rows per slot on."""
+    rows each at most, and enough to give each Spark slot its share of the work: ``slot_rows``
+    rows (the share of this table alone when None), never fewer than :data:`SPREAD_ROWS` a bucket."""
     slots = spark.sparkContext.defaultParallelism
-    return max(1, -(-rows // rows_per_file), min(slots, rows // SPREAD_ROWS))
+    share = round(rows / slot_rows) if slot_rows else slots
+    return max(1, -(-rows // rows_per_file), min(share, rows // SPREAD_ROWS))
 
 
 def materialize(
@@ -1120,6 +1124,7 @@ def materialize(
     run_name: str,
     partitions: int | None = None,
     rows_per_file: int = ROWS_PER_FILE,
+    slot_rows: int | None = None,
 ) -> MaterializeResult:
     """Fold the staged row changes of ``database.table`` onto its ``current`` folder (see the module docstring).
 
@@ -1129,8 +1134,9 @@ def materialize(
     ``current/<db>/<table>/`` folder (may not exist); ``target``: the run folder
     (laid out like the warehouse); ``run_name``: the stem of the output files'
     names, derived by the caller from the run's input. ``partitions``: buckets
-    (fold tasks); default: about ``rows_per_file`` rows each, at least one per
-    Spark slot for a large table.
+    (fold tasks); default: about ``rows_per_file`` rows each, and for a large
+    table one per ``slot_rows`` rows, the share of one Spark slot in a run that
+    folds several tables side by side (None: this table alone, a bucket per slot).
     """
     if not _RUN_NAME.fullmatch(run_name):
         raise ValueError(f"run name {run_name!r}: letters, digits and ._=- only")
@@ -1147,7 +1153,7 @@ def materialize(
     rows = _rows([source.path for source in inputs])
     scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
     _remove(scratch)  # what an earlier attempt of this run left
-    work = _Table(merged, plan, partitions or _bucket_count(spark, rows, rows_per_file), scratch, run_name)
+    work = _Table(merged, plan, partitions or _bucket_count(spark, rows, rows_per_file, slot_rows), scratch, run_name)
     log.info(
         "%s.%s: %d staged files in %d table versions, %d current files, %d rows in %d buckets; %d columns, key %s%s",
         database, table, len(staged_files), len(staged), len(inputs) - len(staged_files), rows, work.buckets,

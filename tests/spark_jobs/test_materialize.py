@@ -634,3 +634,18 @@ def test_spark_buckets_keep_every_key_whole(spark, tmp_path):
         for row in pq.read_table(name).to_pylist():
             files_of_key.setdefault(row["id"] if row["_op"] == "c" else row["_before"]["id"], set()).add(name)
     assert len(files_of_key) == 40 and all(len(files) == 1 for files in files_of_key.values())
+
+
+def test_bucket_counts_bound_memory_and_share_the_slots():
+    """A bucket holds at most rows_per_file rows; a large table alone gets a bucket per slot; beside
+    other tables, buckets of one slot's share of the run; a small table is never cut."""
+    from types import SimpleNamespace
+
+    from spark_jobs.materialize import SPREAD_ROWS, _bucket_count
+
+    two_slots = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=2))
+    assert _bucket_count(two_slots, 5_500_000, 1_000_000, None) == 6  # memory first
+    assert _bucket_count(two_slots, 900_000, 1_000_000, None) == 2  # alone: both slots fold it
+    assert _bucket_count(two_slots, 900_000, 1_000_000, 910_000) == 1  # one slot's share: the other folds others
+    assert _bucket_count(two_slots, 1_800_000, 1_000_000, 600_000) == 3
+    assert _bucket_count(two_slots, SPREAD_ROWS - 1, 1_000_000, None) == 1  # too small to cut
