@@ -483,8 +483,10 @@ class ImageBatchBuilder:
 
     ``append`` each :class:`~binlog_codec.rows.RowRecord` of the table, in log
     order; ``build`` returns the batch of :func:`image_schema` (see the module
-    docstring for its columns). Rows are kept as lists in the schema's column
-    order, with the decoded values as they are; ``build`` converts the values
+    docstring for its columns). Rows are kept as tuples in the schema's column
+    order (tuples of strings and numbers, which the cyclic garbage collector
+    stops tracking, so that a large batch does not slow its passes down), with
+    the decoded values as they are; ``build`` converts the values
     of each column to what pyarrow stores (one pass per column, not one call
     per value) and turns each column into one Arrow array. A value its type
     cannot hold is null and its text goes to ``_unrepresentable``.
@@ -504,7 +506,7 @@ class ImageBatchBuilder:
         self._present_at = width + CHANGE_COLUMNS.index("_present_columns")
         self._partial_at = width + CHANGE_COLUMNS.index("_partial_columns")
         self._unrepresentable_at = width + CHANGE_COLUMNS.index("_unrepresentable")
-        self._rows: list[list[Any]] = []
+        self._rows: list[tuple[Any, ...]] = []
         self._file: tuple[str, str, int | None] = ("", "", None)  # the last file seen: path, name, sequence
         self._commit_time: tuple[int | None, datetime | None] = (None, None)  # the last one made: seconds, time
 
@@ -524,9 +526,7 @@ class ImageBatchBuilder:
         if change.before is not None:
             self._check_names(change.before)
         row: list[Any] = list(map(after.get, self._names))  # absent columns are None
-        diffs = []
         for name in change.partial:  # a diff is no value of its column
-            diffs.append((name, after[name]))
             row[self._positions[name]] = None
         if record.file != self._file[0]:
             self._file = (record.file, PurePath(record.file).name, binlog_seq(record.file))
@@ -543,12 +543,12 @@ class ImageBatchBuilder:
             self._commit_datetime(record.timestamp if commit is None else commit.timestamp),
             self.schema_id,
             change.before,  # converted by build
-            list(after),
-            list(change.partial),
-            diffs,
+            tuple(after),
+            tuple(change.partial),
+            tuple((name, after[name]) for name in change.partial),
             None,  # _unrepresentable: found by build
         )
-        self._rows.append(row)
+        self._rows.append(tuple(row))
 
     def _check_names(self, image: dict[str, Any]) -> None:
         if not image.keys() <= self._positions.keys():
