@@ -20,7 +20,11 @@ Every step can be repeated after a crash:
 * a staged file that is a prefix of a grown object gets only the new tail
   (a range request from the staged size), and the whole is verified again;
 * a staged file that is not what the object holds (the object was rewritten)
-  raises :class:`StagingConflict` and is never overwritten.
+  raises :class:`StagingConflict` and is never overwritten;
+* a staging folder that runs out of space (or a file size limit) raises
+  :class:`StagingFull` naming the object and the space left: the temporary file
+  is removed, the files staged before stay staged and recorded, and a run after
+  space was freed goes on from there.
 
 ``staging_dir/_staged.json`` records what each staged file was verified
 against (size, ETag, MD5), so that a later run need not hash unchanged files
@@ -29,6 +33,7 @@ again. A file whose size on disk differs from the record is hashed again.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -57,6 +62,15 @@ class VerificationError(StagingError):
 class StagingConflict(StagingError):
     """A staged file differs from the object of the same name, which must have been
     rewritten. The staged file is kept; someone has to decide which one is right."""
+
+
+class StagingFull(StagingError):
+    """The staging folder has no room for the next file. Free space (or prune staged files
+    the checkpoint has passed) and run again."""
+
+
+# What a write says when the disk, the user's quota or the file size limit is reached.
+NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
 @dataclass(frozen=True)
@@ -111,7 +125,22 @@ def stage_objects(store: ObjectStore, staging_dir: Path, objects: list[StoredObj
     staging_dir.mkdir(parents=True, exist_ok=True)
     manifest = _read_manifest(staging_dir)
     log.info("%s: %d binlog files to stage into %s", store.uri, len(objects), staging_dir)
-    return [_stage_object(store, obj, staging_dir, manifest) for obj in objects]
+    return [_stage_with_room(store, obj, staging_dir, manifest) for obj in objects]
+
+
+def _stage_with_room(store: ObjectStore, obj: StoredObject, staging_dir: Path, manifest: dict) -> StagedFile:
+    """:func:`_stage_object`, with a write that finds no room turned into :class:`StagingFull`."""
+    try:
+        return _stage_object(store, obj, staging_dir, manifest)
+    except OSError as exc:
+        if exc.errno not in NO_SPACE:
+            raise
+        free = shutil.disk_usage(staging_dir).free
+        raise StagingFull(
+            f"{staging_dir}: no room to stage {store.uri}/{obj.name} ({obj.size} bytes; {free} bytes free on "
+            f"its file system): {exc.strerror}. Nothing of it is left in the staging folder; the files staged "
+            "before it stay staged"
+        ) from exc
 
 
 def _stage_object(store: ObjectStore, obj: StoredObject, staging_dir: Path, manifest: dict) -> StagedFile:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mariadb import REPO_ROOT
 from plugins.object_store import FolderStore, ObjectStore, StoredObject
 from plugins.staging import (
     MANIFEST,
@@ -402,3 +405,51 @@ def test_hostile_keys_in_the_bucket_are_never_staged(s3_server, bucket_store, bi
     assert [f.name for f in staged] == ["mysql-bin.000001"]
     assert folder_listing(staging_dir) == [MANIFEST, "mysql-bin.000001"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["staging", "upload"]  # nothing beside the folder
+
+
+STAGE_WITH_A_SIZE_LIMIT = """
+import resource, signal, sys
+from pathlib import Path
+from plugins.object_store import open_store
+from plugins.staging import StagingFull, stage
+
+uri, endpoint, staging, limit = sys.argv[1:]
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(limit), int(limit)))
+store = open_store(uri, endpoint_url=endpoint, access_key="testing", secret_key="testing", region="us-east-1")
+try:
+    stage(store, Path(staging), None)
+except StagingFull as exc:
+    print(exc)
+    sys.exit(3)
+"""
+
+
+def test_a_staging_folder_without_room_fails_clearly_and_keeps_what_was_staged(
+    s3_server, bucket_store, binlogs, staging_dir, tmp_path
+):
+    """A real limit on file size (the kernel refuses the write past it, as it does on a full disk):
+    the file that does not fit fails the run naming it, leaves nothing behind, and the files staged
+    before it stay staged and recorded; with room again, staging goes on from there."""
+    small, large = binlogs["mysql-bin.checksum-crc32"], binlogs["mysql-bin.sakila"]
+    put(bucket_store, "mysql-bin.000001", small, tmp_path)
+    put(bucket_store, "mysql-bin.000002", large, tmp_path)
+    limit = (len(small) + len(large)) // 2
+    assert len(small) < limit < len(large)
+
+    child = subprocess.run(
+        [sys.executable, "-c", STAGE_WITH_A_SIZE_LIMIT, bucket_store.uri, s3_server.endpoint_url, str(staging_dir), str(limit)],
+        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT,
+    )
+
+    assert child.returncode == 3, child.stderr[-2000:]
+    assert f"no room to stage {bucket_store.uri}/mysql-bin.000002 ({len(large)} bytes" in child.stdout
+    assert folder_listing(staging_dir) == [MANIFEST, "mysql-bin.000001"]  # no partial file left
+    assert list(json.loads((staging_dir / MANIFEST).read_text())) == ["mysql-bin.000001"]
+
+    requests = RequestLog(bucket_store)
+    staged = stage(bucket_store, staging_dir, None)
+
+    assert [(each.name, Path(each.path).read_bytes()) for each in staged] == [
+        ("mysql-bin.000001", small), ("mysql-bin.000002", large)]
+    assert requests.operations().count("GetObject") == 1  # only the file that did not fit
