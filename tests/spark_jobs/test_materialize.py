@@ -649,3 +649,19 @@ def test_bucket_counts_bound_memory_and_share_the_slots():
     assert _bucket_count(two_slots, 900_000, 1_000_000, 910_000) == 1  # one slot's share: the other folds others
     assert _bucket_count(two_slots, 1_800_000, 1_000_000, 600_000) == 3
     assert _bucket_count(two_slots, SPREAD_ROWS - 1, 1_000_000, None) == 1  # too small to cut
+
+
+def test_key_values_read_the_same_in_every_batch():
+    """Whole-number decimals (BIGINT UNSIGNED is decimal(20,0)) become ints whether or not a batch's
+    values fit 64 bits, so a key hashes and compares alike in every batch."""
+    from decimal import Decimal
+
+    from spark_jobs.materialize import _python_values
+
+    unsigned = pa.decimal128(20, 0)
+    assert _python_values(pa.array([Decimal(5), None], unsigned)) == [5, None]
+    assert _python_values(pa.array([Decimal(2**64 - 1), Decimal(5)], unsigned)) == [2**64 - 1, 5]
+    assert _python_values(pa.array([Decimal(-(10**25)), Decimal(5)], pa.decimal128(38, 0))) == [-(10**25), 5]
+    assert [type(v) for v in _python_values(pa.array([Decimal(10**25), Decimal(5)], pa.decimal128(38, 0)))] == [int, int]
+    assert _python_values(pa.array([1, None, 3], pa.int16())) == [1, None, 3]
+    assert _python_values(pa.array([Decimal("1.50")], pa.decimal128(5, 2))) == [Decimal("1.50")]
