@@ -45,10 +45,13 @@ class Sample:
 
 
 def _resident_mb(pid: int | str) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmRSS for process {pid}")
+    """Resident memory of a process; 0 for one that has ended (gone, or a zombie not yet reaped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return 0.0
+    found = [line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:")]
+    return int(found[0]) / 1024 if found else 0.0
 
 
 def _open_files(pid: int | str) -> int:
@@ -57,14 +60,17 @@ def _open_files(pid: int | str) -> int:
 
 def _descendants(pid: int) -> list[int]:
     children = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        children += [int(child) for child in (task / "children").read_text().split()]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children += [int(child) for child in (task / "children").read_text().split()]
+    except FileNotFoundError:  # the process (or a thread) ended meanwhile
+        pass
     return children + [grandchild for child in children for grandchild in _descendants(child)]
 
 
 def sample(spark) -> Sample:
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    workers = [_resident_mb(pid) for pid in _descendants(jvm) if Path(f"/proc/{pid}").exists()]
+    workers = [_resident_mb(pid) for pid in _descendants(jvm)]
     return Sample(_open_files("self"), _resident_mb("self"), _open_files(jvm), max(workers, default=0.0))
 
 
