@@ -149,6 +149,7 @@ import re
 import sys
 import time
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -485,7 +486,8 @@ class _Fold:
         self._known_before()
         self._columns_of = functools.lru_cache(maxsize=None)(self._columns)
         self.states: dict[tuple, list[_Entry]] = {}
-        self.out_pointers: list[list[int]] = []
+        self.out_pointers = np.full((self.n, self.m), -1, dtype=np.int64)  # per output row, per column
+        self.lone = np.zeros(self.n, dtype=bool)  # inserts of a key no other row names
         self.out_stale: dict[int, set[int]] = {}
 
     # -- inputs ---------------------------------------------------------------
@@ -537,7 +539,7 @@ class _Fold:
 
     def _emit(self, r: int, pointers: list[int], stale: set[int]) -> int:
         """Row ``r``'s output (every input row has one, in input order)."""
-        self.out_pointers.append(pointers)
+        self.out_pointers[r] = pointers
         if stale:
             self.out_stale[r] = stale
         return r
@@ -625,10 +627,30 @@ class _Fold:
             stale.discard(j)
         self._emit(r, pointers, stale)
 
+    def _lone_inserts(self, versions: list[int], prior: list[bool]) -> None:
+        """Mark the inserts of a key no other row names (most rows of a large run): each is its
+        key's whole story, its output its own after-image, set for all of them at once; the row
+        loop skips them."""
+        named = [
+            self.keys_after[r] if prior[r] or op in INSERTS else self.keys_before[r] for r, op in enumerate(self.ops)
+        ]
+        named += [self._key_after(r, versions[r]) for r, op in enumerate(self.ops) if op == UPDATE and not prior[r]]
+        times = Counter(named)
+        shapes: dict[tuple[int, int, int], list[int]] = {}
+        for r, op in enumerate(self.ops):
+            if op in INSERTS and not prior[r] and times[self.keys_after[r]] == 1:
+                shapes.setdefault((versions[r], self.present_ids[r], self.partial_ids[r]), []).append(r)
+        for (version, present, partial), rows in shapes.items():
+            whole, _, _ = self._columns_of(version, present, partial)
+            rows = np.asarray(rows)
+            self.lone[rows] = True
+            self.out_pointers[np.ix_(rows, whole)] = rows[:, None]
+
     def run(self) -> None:
         handlers = {**dict.fromkeys(INSERTS, self._insert), UPDATE: self._update, DELETE: self._delete}
         versions, prior, ops = self.versions.tolist(), self.prior.tolist(), self.ops
-        for r in range(self.n):
+        self._lone_inserts(versions, prior)
+        for r in np.flatnonzero(~self.lone).tolist():
             if prior[r]:
                 self._current_row(r, versions[r])
             else:
@@ -686,8 +708,8 @@ class _Fold:
 
     def output(self) -> pa.Table:
         """The output rows: every change, and the ``current`` rows that stayed the latest of their key."""
-        pointers = np.asarray(self.out_pointers, dtype=np.int64).reshape(self.n, self.m)
-        final = np.zeros(self.n, dtype=bool)
+        pointers = self.out_pointers
+        final = self.lone.copy()
         final[[entry.out for entries in self.states.values() for entry in entries]] = True
         arrays, names = self._image_columns(pointers), list(self.plan.image)
         computed = {INCOMPLETE: self._incomplete(pointers), UNREPRESENTABLE: self._unrepresentable(pointers)}
