@@ -45,6 +45,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from datetime import datetime
 from pathlib import Path
@@ -261,6 +262,48 @@ def _traceback(text: str, limit: int = 6000) -> str:
     return part if len(part) <= limit else "...\n" + part[-limit:]
 
 
+class PeakMemory:
+    """The peak resident memory (the kernel's high-water mark, VmHWM) of every process of a
+    process tree, sampled twice a second while it runs: the driver, the JVM, the Python workers
+    Spark runs the tasks in."""
+
+    def __init__(self, root: int, interval: float = 0.5) -> None:
+        self.root, self.interval = root, interval
+        self.peaks: dict[int, tuple[str, float]] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _tree(self, pid: int) -> list[int]:
+        children = []
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                children += [int(child) for child in (task / "children").read_text().split()]
+        return [pid] + [each for child in children for each in self._tree(child)]
+
+    def _sample(self) -> None:
+        while not self._done.wait(self.interval):
+            for pid in self._tree(self.root):
+                with contextlib.suppress(OSError, IndexError, ValueError):
+                    status = Path(f"/proc/{pid}/status").read_text()
+                    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+                    peak = int(fields["VmHWM"].split()[0]) / 1024
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                    self.peaks[pid] = (command, max(peak, self.peaks.get(pid, ("", 0.0))[1]))
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def by_role(self) -> dict:
+        """Peak MB of the driver, of the JVM, and of the largest Python worker (a task's memory)."""
+        roles = {"driver": 0.0, "jvm": 0.0, "python_worker": 0.0}
+        for pid, (command, peak) in self.peaks.items():
+            role = "driver" if pid == self.root else "jvm" if "java" in command.split(" ", 1)[0] else "python_worker"
+            roles[role] = round(max(roles[role], peak), 1)
+        return roles
+
+
 def spark_ingest(path: Path, master: str, timeout: float) -> tuple[float, dict]:
     """``python -m spark_jobs.ingest`` over a folder holding just ``path`` into a
     fresh warehouse, as its own process (its own JVM). Returns the wall time of
@@ -280,17 +323,22 @@ def spark_ingest(path: Path, master: str, timeout: float) -> tuple[float, dict]:
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    with open(log_path, "wb") as log_file:
+    with open(log_path, "wb") as log_file, tempfile.TemporaryFile() as output:
         started = time.time()
         t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=output, stderr=log_file, cwd=REPO_ROOT, env=env)
+        peaks = PeakMemory(proc.pid)
         try:
-            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log_file, timeout=timeout,
-                                  cwd=REPO_ROOT, env=env)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
+            proc.kill()
             raise RuntimeError(f"timed out after {timeout:.0f} s; log in {log_path.relative_to(REPO_ROOT)}") from exc
+        finally:
+            peaks.stop()
         seconds = time.perf_counter() - t0
         ended = time.time()
-    stdout = proc.stdout.decode(errors="replace")
+        output.seek(0)
+        stdout = output.read().decode(errors="replace")
     log_text = log_path.read_text(errors="replace")
     if proc.returncode != 0:
         raise RuntimeError(f"exit {proc.returncode} (log in {log_path.relative_to(REPO_ROOT)}):\n"
@@ -306,6 +354,7 @@ def spark_ingest(path: Path, master: str, timeout: float) -> tuple[float, dict]:
         "tables": tables,
         "run_seconds": float(summary[5]),
         "phases": ingest_phases(log_text, started, ended),
+        "peak_rss_mb": peaks.by_role(),
         "log": str(log_path.relative_to(REPO_ROOT)),
         "warehouse": str(warehouse.relative_to(REPO_ROOT)),
     }
