@@ -95,6 +95,8 @@ TARGETS = {
     "ingest_local2_vs_local1": 1.7,
     "ingest_local2_vs_local1_stretch": 1.8,
     "ingest_seconds_vs_codec_rows": 2.0,
+    # A Spark task's budget: a fold bucket holds at most a million rows (spark_jobs.materialize).
+    "ingest_task_peak_rss_mb": 2048,
 }
 # Runs of each ingest measurement (--ingest-repeat): each takes minutes.
 INGEST_REPEAT = 1
@@ -583,7 +585,17 @@ def targets_met(by_name: dict, ratios: dict) -> dict:
         "ingest_local2_vs_local1_stretch_met": at_least(scaling, TARGETS["ingest_local2_vs_local1_stretch"]),
         "ingest_seconds_vs_codec_rows_met": at_most(
             ratios.get(f"seconds of {INGEST_2} / seconds of {CODEC_ROWS}"), TARGETS["ingest_seconds_vs_codec_rows"]),
+        "ingest_task_peak_rss_mb_met": at_most(_task_peak(by_name), TARGETS["ingest_task_peak_rss_mb"]),
     }
+
+
+def _task_peak(by_name: dict) -> float | None:
+    """The largest Python worker of the ingest measurements: the most memory a task took."""
+    peaks = [
+        by_name[name]["returned"]["peak_rss_mb"]["python_worker"]
+        for name in (INGEST_1, INGEST_2) if isinstance(by_name.get(name, {}).get("returned"), dict)
+    ]
+    return max(peaks) if peaks else None
 
 
 def _spin(count: int) -> int:
