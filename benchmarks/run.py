@@ -27,7 +27,7 @@ python-mysql-replication reads the file as a replica does: the server that
 wrote it (data kept in ``.bench/mdb``) is started for that measurement,
 streams the file over its Unix socket, and is shut down afterwards.
 
-    python benchmarks/run.py [--repeat 3] [--ingest-repeat 1] [--only NAME ...] [--target-mb 200] [--file BINLOG] [--no-json] [--no-backup]
+    python benchmarks/run.py [--repeat 3] [--ingest-repeat 1] [--only NAME ...] [--target-mb 1024] [--file BINLOG] [--no-json] [--no-backup]
 
 A missing tool or a failing command is recorded as an error in the results;
 the other measurements still run.
