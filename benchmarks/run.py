@@ -71,6 +71,7 @@ CODEC = [sys.executable, "-c", "import sys; from binlog_codec.cli import main; s
 ROW_KINDS = ("insert", "update", "delete")
 PYMYSQLREPLICATION = "python-mysql-replication"
 CODEC_ROWS = "binlog-codec rows"
+CODEC_ROWS_PURE = "binlog-codec rows, pure Python"
 ARROW = "decode to Arrow batches"
 MARIADB_V = "mariadb-binlog -v decode-rows"
 READ_ROWS = "python read_rows"
@@ -79,7 +80,7 @@ INGEST_2 = "spark ingest local[2]"
 # Rows/s of the first entry over rows/s of the second (same as seconds of the
 # second over seconds of the first): above 1, the first is faster.
 RATIOS = [(CODEC_ROWS, PYMYSQLREPLICATION), (READ_ROWS, PYMYSQLREPLICATION), (CODEC_ROWS, MARIADB_V),
-          (ARROW, MARIADB_V), (INGEST_2, INGEST_1)]
+          (ARROW, MARIADB_V), (CODEC_ROWS, CODEC_ROWS_PURE), (INGEST_2, INGEST_1)]
 # Seconds of the first entry over seconds of the second: how many times as long
 # the first takes.
 TIME_RATIOS = [(INGEST_2, CODEC_ROWS)]
@@ -399,6 +400,12 @@ BENCHMARKS: list[dict] = [
         "what": "one JSON line per row change (values decoded)",
     },
     {
+        "name": CODEC_ROWS_PURE,
+        "argv": [*CODEC, "rows", "{file}"],
+        "env": {"BINLAKE_PURE_PYTHON": "1"},
+        "what": "binlog-codec rows on the pure-Python modules (the compiled build switched off)",
+    },
+    {
         "name": ARROW,
         "argv": [sys.executable, str(HERE / "arrow_decode.py"), "{file}"],
         "what": "read_rows into one Arrow ImageBatchBuilder per table version, batches of 65536 rows, dropped",
@@ -448,6 +455,13 @@ def _codec_version() -> str | None:
         return f"error: {exc}"
 
 
+def _codec_build() -> str:
+    """Whether binlog_codec runs compiled here, or why not."""
+    import binlog_codec
+
+    return binlog_codec.build_description()
+
+
 def _package_version(name: str) -> str | None:
     try:
         from importlib.metadata import PackageNotFoundError, version
@@ -467,7 +481,7 @@ def _git_commit() -> str | None:
         return None
 
 
-def run_command(argv: list[str], timeout: float) -> tuple[float, float]:
+def run_command(argv: list[str], timeout: float, env: dict | None = None) -> tuple[float, float]:
     """Wall seconds and peak resident memory (MB, from the kernel's accounting of the
     process) of one run of ``argv``, output to /dev/null."""
     t0 = time.perf_counter()
@@ -477,7 +491,7 @@ def run_command(argv: list[str], timeout: float) -> tuple[float, float]:
             stdout=subprocess.DEVNULL,
             stderr=errors,
             cwd=REPO_ROOT,
-            env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+            env=dict(os.environ, **(env or {}), PYTHONPATH=os.pathsep.join(
                 p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)),
         )
         deadline = time.monotonic() + timeout
@@ -548,7 +562,7 @@ def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -
             result["command"] = " ".join(shown)
             peaks = []
             for _ in range(repeat):
-                seconds, peak = run_command(argv, timeout)
+                seconds, peak = run_command(argv, timeout, bench.get("env"))
                 times.append(seconds)
                 peaks.append(peak)
             result["peak_rss_mb"] = round(max(peaks), 1)
@@ -747,6 +761,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": {
             "python": platform.python_version(),
             "binlog_codec": _codec_version(),
+            "binlog_codec_build": _codec_build(),
             "git_commit": _git_commit(),
             "mariadb_binlog": _tool_version([tools["mariadb_binlog"], "--version"])
             if tools["mariadb_binlog"] else None,
