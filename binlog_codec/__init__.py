@@ -68,7 +68,10 @@ def _why_not_compiled() -> str | None:
 
 
 _WHY_PURE = _why_not_compiled()
-if _WHY_PURE is not None:
+if _WHY_PURE is not None and any(_extension(name) for name in COMPILED_MODULES):
+    # Compiled files are there but not to be used: have the sources win. Without any (a
+    # checkout without a build, or the package in a zip shipped to Spark executors) the
+    # ordinary import finds the sources.
     sys.meta_path.insert(0, _SourceFirst())
 
 

@@ -20,11 +20,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from ci import in_ci  # noqa: E402
 from mariadb import MariaDBServer, ServerError, missing_tools  # noqa: E402
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +41,7 @@ def mariadb(tmp_path_factory):
             f"MariaDB is not installed (missing: {', '.join(missing)}); "
             "run: infra/mariadb.sh install"
         )
-        if _in_ci():
+        if in_ci():
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
 
@@ -81,7 +80,7 @@ def s3_server(tmp_path_factory):
 
     if moto_server_missing():
         reason = "moto's server is not installed (pip install 'moto[server]')"
-        if _in_ci():
+        if in_ci():
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
     server = S3Server(tmp_path_factory.mktemp("s3"))

@@ -26,7 +26,7 @@ from importlib.machinery import EXTENSION_SUFFIXES, ExtensionFileLoader
 from pathlib import Path
 
 import pytest
-from conftest import _in_ci
+from ci import in_ci
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_values import KINDS
@@ -46,7 +46,7 @@ def require_compiled() -> None:
     if binlog_codec.compiled():
         return
     reason = f"binlog_codec runs without its compiled build ({binlog_codec.build_description()}); run: make setup"
-    if _in_ci():
+    if in_ci():
         pytest.fail(reason, pytrace=False)
     pytest.skip(reason)
 

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from conftest import _in_ci
+from ci import in_ci
 from mariadb import REPO_ROOT
 
 TARGETS = ["binlog_events", "table_map", "row_images", "binary_json", "json_diffs", "backup_image"]
@@ -27,7 +27,7 @@ def short_run(tmp_path_factory):
     """The JSON summary of a short run of every target, and its exit status."""
     if importlib.util.find_spec("atheris") is None:
         reason = "atheris is not installed (it is pinned in requirements.lock: make setup)"
-        if _in_ci():
+        if in_ci():
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
     work = tmp_path_factory.mktemp("fuzz")

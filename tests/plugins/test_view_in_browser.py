@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import _in_ci
+from ci import in_ci
 from spark_jobs.publish import read_checkpoint
 
 pytestmark = pytest.mark.integration
@@ -41,7 +41,7 @@ def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
         reason = "Chromium is not installed; run: make chromium (apt-get install chromium)"
-        if _in_ci():
+        if in_ci():
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
     return found
