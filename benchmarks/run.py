@@ -210,16 +210,12 @@ def ingest_phases(log_text: str, started: float, ended: float) -> dict:
     """Where a run's wall time went, from its log lines (seconds, rounded):
     ``startup`` (interpreter, JVM and Spark session), ``plan`` (checkpoint,
     discovery, split planning), ``decode`` (the Spark decode job and staging),
-    ``materialize`` (all tables; per table in ``materialize_tables``: its
-    ``seconds``, of which ``fold`` up to the folded changes being counted and
-    ``write`` the sorted changes and current rows written and moved into the
-    run folder),
-    ``publish`` (metadata, run record, checkpoint and the commit) and
-    ``shutdown`` (stopping Spark, the process exiting)."""
+    ``materialize`` (all tables, folded side by side; ``materialize_tables``:
+    each table's own time from its start, as its log says), ``publish``
+    (metadata, run record, checkpoint and the commit) and ``shutdown``
+    (stopping Spark, the process exiting)."""
     marks: dict[str, float] = {}
-    tables: dict[str, dict] = {}
-    folded: dict[str, float] = {}
-    table_start = None
+    tables: dict[str, float] = {}
     decode_reported = None
     for line in log_text.splitlines():
         m = LOG_LINE.match(line)
@@ -231,18 +227,13 @@ def ingest_phases(log_text: str, started: float, ended: float) -> dict:
         elif logger == "spark_jobs.decode" and message.startswith("decoding "):
             marks["decode_start"] = t
         elif logger == "spark_jobs.decode" and message.startswith("decoded "):
-            marks["decode_end"] = table_start = t
+            marks["decode_end"] = t
             found = re.search(r" in ([\d.]+)s", message)
             decode_reported = float(found[1]) if found else None
-        elif logger == "spark_jobs.materialize" and (found := re.match(r"^(\S+): folded \d+ changes in ([\d.]+) s$", message)):
-            folded[found[1]] = float(found[2])
+        elif logger == "spark_jobs.materialize" and (found := re.match(r"^(\S+): \d+ changes into .*, ([\d.]+) s$", message)):
+            tables[found[1]] = float(found[2])
         elif logger == "spark_jobs.ingest" and re.match(r"^\S+: \d+ changes, \d+ current rows$", message):
-            name = message.split(":")[0]
-            seconds = round(t - table_start, 2) if table_start else None
-            fold = folded.get(name)
-            tables[name] = {"seconds": seconds, "fold": fold,
-                            "write": round(seconds - fold, 2) if seconds is not None and fold is not None else None}
-            marks["materialize_end"] = table_start = t
+            marks["materialize_end"] = t
         elif logger == "spark_jobs.publish" and " committed: " in message:
             marks["committed"] = t
     order = [("startup", started, marks.get("session")),
