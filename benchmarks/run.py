@@ -278,7 +278,7 @@ class PeakMemory:
     def _sample(self) -> None:
         while not self._done.wait(self.interval):
             for pid in self._tree(self.root):
-                with contextlib.suppress(OSError, IndexError, ValueError):
+                with contextlib.suppress(OSError, IndexError, KeyError, ValueError):  # ended meanwhile, or a zombie
                     status = Path(f"/proc/{pid}/status").read_text()
                     fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
                     peak = int(fields["VmHWM"].split()[0]) / 1024
