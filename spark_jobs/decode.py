@@ -80,6 +80,7 @@ from binlog_codec.transactions import Transaction
 from .gc_pause import paused_gc
 from .layout import path_part
 from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_rows, split_transactions
+from .task_cpus import fit_to_task
 
 log = logging.getLogger(__name__)
 
@@ -393,6 +394,7 @@ def _decode_tasks(
     batches: Iterable[pa.RecordBatch], splits: list[Split], work_dir: str, batch_rows: int
 ) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function: split ids in, one summary row per split out."""
+    fit_to_task()
     for batch in batches:
         for index in batch.column("id").to_pylist():
             summary = decode_split(splits[index], work_dir, batch_rows)

@@ -164,6 +164,7 @@ from binlog_codec.arrow import BEFORE_PREFIX
 
 from .gc_pause import paused_gc
 from .layout import table_folder
+from .task_cpus import fit_to_task
 
 log = logging.getLogger(__name__)
 
@@ -1097,11 +1098,16 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
     return changes.num_rows, latest.num_rows
 
 
+def _in_task(function, item: Any) -> Any:
+    fit_to_task()
+    return function(item)
+
+
 def _run(spark, function, items: Sequence[Any]) -> list[Any]:
-    """``function`` over ``items`` as Spark tasks, one each; their results in order."""
+    """``function`` over ``items`` as Spark tasks, one each (Arrow sized to the task); their results in order."""
     if not items:
         return []
-    return spark.sparkContext.parallelize(list(items), len(items)).map(function).collect()
+    return spark.sparkContext.parallelize(list(items), len(items)).map(functools.partial(_in_task, function)).collect()
 
 
 def _hashable_row(value: Any) -> Any:
