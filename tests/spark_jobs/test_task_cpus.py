@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 
-def _cpus_inside_a_task(_) -> int:
-    import pyarrow as pa
-
-    from spark_jobs.task_cpus import fit_to_task
-
-    pa.set_cpu_count(8)  # as a worker might have it from an earlier task
-    fit_to_task()
-    return pa.cpu_count()
-
-
 def test_a_task_uses_as_many_arrow_threads_as_it_has_cores(spark):
-    assert spark.sparkContext.parallelize(range(2), 2).map(_cpus_inside_a_task).collect() == [1, 1]
+    def cpus_inside_a_task(_) -> int:  # a closure: shipped by value, not imported from this test module
+        import pyarrow as pa
+
+        from spark_jobs.task_cpus import fit_to_task
+
+        pa.set_cpu_count(8)  # as a worker might have it from an earlier task
+        fit_to_task()
+        return pa.cpu_count()
+
+    assert spark.sparkContext.parallelize(range(2), 2).map(cpus_inside_a_task).collect() == [1, 1]
 
 
 def test_outside_a_task_arrow_keeps_its_pool():
