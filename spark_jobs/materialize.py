@@ -1209,7 +1209,8 @@ def materialize(
     )
     roots, key_changes = _key_roots(spark, inputs, work)
     if work.buckets > 1:
-        _run(spark, lambda item: _partition(*item, table=work, roots=roots), list(enumerate(inputs)))
+        per_input = _run(spark, lambda item: _partition(*item, table=work, roots=roots), list(enumerate(inputs)))
+        log.info("%s.%s: rows per bucket %s", database, table, [sum(counts) for counts in zip(*per_input)])
     counts = _run(spark, lambda bucket: _fold_bucket(bucket, inputs, work), range(work.buckets))
     if not sum(latest for _, latest in counts):  # every row deleted: the table keeps its schema
         _write_parquet(merged.schema.empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
