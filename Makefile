@@ -21,7 +21,7 @@ UV_VERSION := 0.13.9
 # packages and the codec's sources (the build compiles some of them). A second
 # run installs nothing.
 LOCK_SHA     := $(shell sha256sum $(LOCK) 2>/dev/null | cut -d' ' -f1)
-PROJECT_SHA  := $(shell { cat pyproject.toml setup.py binlog_codec/*.py binlog_codec/*.pxd; ls -d */__init__.py; } 2>/dev/null | sha256sum | cut -d' ' -f1)
+PROJECT_SHA  := $(shell { cat pyproject.toml setup.py binlog_codec/*.py binlog_codec/*.pxd binlog_codec/*.pyx; ls -d */__init__.py; } 2>/dev/null | sha256sum | cut -d' ' -f1)
 LOCK_STAMP   := $(VENV)/.stamp-$(LOCK_SHA)
 DEV_STAMP    := $(VENV)/.stamp-editable-$(PROJECT_SHA)
 

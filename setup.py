@@ -4,9 +4,11 @@ The modules listed in ``binlog_codec.COMPILED_MODULES`` are plain Python. When
 Cython and a working C compiler are there, they are also compiled (Cython's
 pure-Python mode: the ``.py`` file is the source, an optional ``.pxd`` file
 beside it adds C types) and the extension modules are installed next to
-them; ``pip install -e .`` puts them in place in the source tree. Without
-Cython or without a compiler nothing is compiled, one log line says why, and
-the package runs from its ``.py`` files, with the same output.
+them; ``pip install -e .`` puts them in place in the source tree. The
+modules of ``binlog_codec.NATIVE_MODULES`` are Cython (``.pyx``) alone and
+are built with them. Without Cython or without a compiler nothing is
+compiled, one log line says why, and the package runs from its ``.py``
+files, with the same output.
 
 Everything else about the package is in ``pyproject.toml``.
 """
@@ -40,12 +42,13 @@ DIRECTIVES = {
 }
 
 
-def compiled_module_names() -> list[str]:
-    """``COMPILED_MODULES`` of ``binlog_codec/__init__.py``, read without importing the package."""
+def module_names(tuple_name: str) -> list[str]:
+    """A tuple of module names in ``binlog_codec/__init__.py`` (``COMPILED_MODULES``,
+    ``NATIVE_MODULES``), read without importing the package."""
     text = (HERE / PACKAGE / "__init__.py").read_text(encoding="utf-8")
-    match = re.search(r"^COMPILED_MODULES = \(([^)]*)\)", text, re.MULTILINE)
+    match = re.search(rf"^{tuple_name} = \(([^)]*)\)", text, re.MULTILINE)
     if match is None:
-        raise RuntimeError(f"{PACKAGE}/__init__.py has no COMPILED_MODULES tuple")
+        raise RuntimeError(f"{PACKAGE}/__init__.py has no {tuple_name} tuple")
     return re.findall(r'"(\w+)"', match.group(1))
 
 
@@ -56,7 +59,8 @@ def extensions() -> list:
     except ImportError:
         log.warning("binlake: Cython is not installed; %s is installed as pure Python", PACKAGE)
         return []
-    sources = [f"{PACKAGE}/{name}.py" for name in compiled_module_names()]
+    sources = [f"{PACKAGE}/{name}.py" for name in module_names("COMPILED_MODULES")]
+    sources += [f"{PACKAGE}/{name}.pyx" for name in module_names("NATIVE_MODULES")]
     return cythonize(sources, build_dir=CYTHON_BUILD_DIR, compiler_directives=DIRECTIVES, quiet=True)
 
 

@@ -27,6 +27,9 @@ __version__ = "0.1.0"
 
 # The modules the build compiles (setup.py reads this tuple).
 COMPILED_MODULES = ("wire", "values", "rows", "reader", "arrow")
+# Modules written in Cython alone (``.pyx``), built with those above. They make the same
+# output as the Python path they stand in for, and are used only when compiled() is true.
+NATIVE_MODULES = ("row_text",)
 
 PURE_PYTHON_VARIABLE = "BINLAKE_PURE_PYTHON"
 
@@ -57,11 +60,11 @@ def _why_not_compiled() -> str | None:
     """Why the compiled modules cannot be used (None when they can)."""
     if os.environ.get(PURE_PYTHON_VARIABLE, "").strip().lower() not in ("", "0", "false", "no"):
         return f"{PURE_PYTHON_VARIABLE} is set"
-    for name in COMPILED_MODULES:
+    for name in COMPILED_MODULES + NATIVE_MODULES:
         built = _extension(name)
         if built is None:
             return f"{name} has no compiled module"
-        sources = [_HERE / f"{name}.py", _HERE / f"{name}.pxd"]
+        sources = [_HERE / f"{name}.py", _HERE / f"{name}.pxd", _HERE / f"{name}.pyx"]
         if any(source.exists() and source.stat().st_mtime > built.stat().st_mtime for source in sources):
             return f"the compiled {name} is older than its source (rebuild with: make setup)"
     return None

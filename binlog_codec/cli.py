@@ -33,12 +33,12 @@ import sys
 import time
 from typing import Iterable, TextIO
 
-from . import __version__, build_description, json_binary, json_diff
+from . import __version__, build_description, compiled, json_binary, json_diff
 from .errors import BinlogError, CorruptEventError
 from .event_types import EventType
 from .events import Event, RowsEvent, TableMapEvent, decode
 from .reader import BinlogReader, RawEvent
-from .rows import RowChange, RowRecord, TableVersion, TableVersions, decode_rows, read_rows
+from .rows import RowChange, RowRecord, RowsOfTable, TableVersion, TableVersions, decode_rows, rows_events
 from .table_map import (
     Column,
     ColumnType,
@@ -333,8 +333,71 @@ def _rows_encoder():
     )
 
 
-# Rows written per write() call.
-_ROWS_PER_WRITE = 512
+# Bytes gathered before each write() call.
+_WRITE_BYTES = 1 << 20
+
+
+class _RowLines:
+    """Where ``rows`` writes its lines: UTF-8 bytes gathered and written a megabyte at a time,
+    to the binary buffer under ``out`` when it has one. With the compiled build, most rows
+    events are written by :mod:`binlog_codec.row_text` (:meth:`compiled_rows`)."""
+
+    def __init__(self, out: TextIO, encode) -> None:
+        self._out = out
+        self._binary = getattr(out, "buffer", None)
+        self._encode = encode
+        if compiled():
+            from . import row_text
+
+            self._row_text = row_text
+            self._lines = row_text.Lines()
+        else:
+            self._row_text = None
+            self._lines = _PythonLines()
+
+    def compiled_rows(self, rows: RowsOfTable, head: str, middle: str) -> bool:
+        """Add the lines of a rows event from the compiled writer; False when the Python path
+        must write them (partial JSON updates, values it leaves to Python, the pure-Python build)."""
+        if self._row_text is None or rows.event.type_code == EventType.PARTIAL_UPDATE_ROWS:
+            return False
+        plan = rows.plan
+        if plan.text_plan is None:
+            plan.text_plan = self._row_text.TextPlan(plan, self._encode)
+        written = self._lines.rows(plan.text_plan, rows.event, head.encode(), middle.encode())
+        if self._lines.size >= _WRITE_BYTES:
+            self.flush()
+        return written
+
+    def add(self, line: str) -> None:
+        self._lines.add(line.encode())
+        if self._lines.size >= _WRITE_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        data = self._lines.take()
+        if self._binary is None:
+            self._out.write(data.decode("utf-8"))
+        else:
+            self._out.flush()
+            self._binary.write(data)
+
+
+class _PythonLines:
+    """The pure-Python build's stand-in for ``row_text.Lines``: bytes gathered in a list."""
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []
+        self.size = 0
+
+    def add(self, text: bytes) -> None:
+        self._pending.append(text)
+        self.size += len(text)
+
+    def take(self) -> bytes:
+        data = b"".join(self._pending)
+        self._pending.clear()
+        self.size = 0
+        return data
 
 
 def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
@@ -348,8 +411,9 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
     in ``partial`` (:func:`_partial_images`).
 
     The fields before ``row_index`` and between it and the images are the same
-    for every row of a rows event: they are encoded again only when one of
-    them changes.
+    for every row of a rows event: they are encoded once per event. With the
+    compiled build, the lines of most events are written by
+    :mod:`binlog_codec.row_text`, the same text without a Python object per value.
     """
     chunks = _rows_encoder()
     join = "".join
@@ -357,12 +421,10 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
     def encode(obj) -> str:
         return join(chunks(obj, 0))
 
-    pending: list[str] = []
-    context = None
-    head = middle = ""
+    lines = _RowLines(out, encode)
     try:
         for path in args.files:
-            for record in read_rows(
+            for rows in rows_events(
                 path,
                 database=args.database,
                 table=args.table,
@@ -371,29 +433,34 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
                 start_position=args.start_position,
                 stop_position=args.stop_position,
             ):
-                fields = (record.file, record.pos, record.kind, record.database, record.table, record.gtid,
-                          record.timestamp)
-                if fields != context:
-                    context = fields
-                    head = '{"file": %s, "pos": %s, "row_index": ' % (encode(record.file), encode(record.pos))
-                    middle = ', "type": %s, "db": %s, "table": %s, "gtid": %s, "timestamp": %s, ' % (
-                        encode(record.kind), encode(record.database), encode(record.table),
-                        encode(record.gtid), encode(record.timestamp),
-                    )
-                change = record.change
-                # '"before": ..., "after": ..., "partial": [...]}': the images, encoded one by one
-                if change.partial:
-                    images = join(chunks(_partial_images(record), 0))[1:]
-                else:
-                    images = f'"before": {encode(change.before)}, "after": {encode(change.after)}, "partial": []}}'
-                pending.append(f"{head}{record.row_index}{middle}{images}\n")
-                if len(pending) >= _ROWS_PER_WRITE:
-                    out.write("".join(pending))
-                    pending.clear()
+                event, table = rows.event, rows.table
+                head = '{"file": %s, "pos": %s, "row_index": ' % (encode(event.file), encode(event.pos))
+                middle = ', "type": %s, "db": %s, "table": %s, "gtid": %s, "timestamp": %s, ' % (
+                    encode(event.kind), encode(table.database), encode(table.table),
+                    encode(rows.gtid), encode(event.header.timestamp),
+                )
+                if lines.compiled_rows(rows, head, middle):
+                    continue
+                for line in _python_lines(rows, head, middle, encode):
+                    lines.add(line)
     finally:
-        if pending:  # the rows before an error are printed before it
-            out.write("".join(pending))
+        lines.flush()  # the rows before an error are printed before it
     return 0
+
+
+def _python_lines(rows: RowsOfTable, head: str, middle: str, encode):
+    """The lines of a rows event, each value decoded to a Python object and encoded by ``json``."""
+    event, table = rows.event, rows.table
+    for change in decode_rows(event, rows.plan):
+        if change.partial:
+            record = RowRecord(
+                event.file, event.pos, change.row_index, change.kind, table.database, table.table,
+                rows.gtid, event.header.timestamp, change, event.inner_offset, table,
+            )
+            images = encode(_partial_images(record))[1:]
+        else:
+            images = f'"before": {encode(change.before)}, "after": {encode(change.after)}, "partial": []}}'
+        yield f"{head}{change.row_index}{middle}{images}\n"
 
 
 def _partial_images(record: RowRecord) -> dict:

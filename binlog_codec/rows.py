@@ -32,7 +32,8 @@ from typing import Any, NamedTuple
 from . import charsets
 from .errors import CorruptEventError
 from .event_types import EventType
-from .events import FormatDescriptionEvent, GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, read
+from .events import GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, decode
+from .reader import BinlogReader, RawEvent
 from .table_map import ColumnType, TableMap, decode_table_map
 from .values import FixedWidth, ValueDecoder, decoder_of, needs_round_trip, value_layout
 from .wire import Cursor, ShortBody
@@ -137,6 +138,8 @@ class DecodingPlan:
         self.json_columns = [c.index for c in table.columns if c.type_code == ColumnType.JSON]
         self.pack_lengths = [column.pack_length or 4 for column in table.columns]
         self._images: dict[bytes, ImageColumns] = {}
+        # The compiled build's plan of this table (binlog_codec.row_text), made on first use.
+        self.text_plan = None
 
     def _round_trip(self, column, flavour: str, round_trips: charsets.RoundTrips | None) -> charsets.RoundTrip | None:
         if round_trips is None or not needs_round_trip(column, flavour):
@@ -286,8 +289,20 @@ class TableVersions:
 
     def __init__(self, limit: int = 4096) -> None:
         self._versions: dict[tuple, TableVersion] = {}
+        self._bodies: dict[tuple, TableVersion] = {}
         self._limit = limit
         self.round_trips = charsets.RoundTrips()
+
+    def version_of(self, raw: RawEvent) -> TableVersion:
+        """The version of a framed TABLE_MAP event, decoded only the first time its body is met
+        under its format description (which sets the width of the table id)."""
+        key = (raw.fde.post_header_length(EventType.TABLE_MAP, 8), bytes(raw.body))
+        found = self._bodies.get(key)
+        if found is None:
+            if len(self._bodies) >= self._limit:
+                self._bodies.clear()
+            found = self._bodies[key] = self.version(decode(raw))
+        return found
 
     def version(self, event: TableMapEvent) -> TableVersion:
         key = (
@@ -331,6 +346,57 @@ class RowRecord:
     table_map: TableMap | None = None
 
 
+class RowsOfTable(NamedTuple):
+    """A rows event of a binlog file with what decoding it needs: the decoded table map of its
+    table, that table version's decoding plan, and the GTID of its transaction."""
+
+    event: RowsEvent
+    table: TableMap
+    plan: DecodingPlan
+    gtid: str | None
+
+
+def rows_events(
+    path,
+    *,
+    flavour: str | None = None,
+    database: str | None = None,
+    table: str | None = None,
+    assume_charset: str | None = None,
+    versions: TableVersions | None = None,
+    **reader_options,
+):
+    """Every rows event of a binlog file, in order, as :class:`RowsOfTable` (arguments as
+    for :func:`read_rows`, which decodes their rows).
+
+    Every event is decoded, so that a corrupt one is an error here too; a table map only the
+    first time its body is met (:meth:`TableVersions.version_of`)."""
+    current: dict[int, TableVersion] = {}  # table id -> its latest table map
+    versions = TableVersions() if versions is None else versions
+    gtid = None
+    skip_unknown = reader_options.pop("skip_unknown", False)
+    for raw in BinlogReader(path, **reader_options):
+        code = raw.type_code
+        if code == EventType.TABLE_MAP:
+            version = versions.version_of(raw)
+            current[version.table.table_id] = version
+            continue
+        event = decode(raw, skip_unknown=skip_unknown)
+        if flavour is None:
+            flavour = "mariadb" if raw.fde.is_mariadb else "mysql"
+        if isinstance(event, (GtidEvent, MariadbGtidEvent)):
+            gtid = event.gtid
+        elif isinstance(event, RowsEvent):
+            version = current.get(event.table_id)
+            if version is None:
+                raise _error(event, f"no TABLE_MAP for table_id {event.table_id} before this rows event")
+            mapped = version.table
+            if (database and mapped.database != database) or (table and mapped.table != table):
+                continue
+            plan = version.plan(event, flavour or "mysql", assume_charset, versions.round_trips)
+            yield RowsOfTable(event, mapped, plan, gtid)
+
+
 def read_rows(
     path,
     *,
@@ -351,26 +417,12 @@ def read_rows(
     stay bytes. Without it such values stay bytes. ``versions`` is the table-version cache to
     use; pass one to read its charset round-trip checks afterwards.
     """
-    current: dict[int, TableVersion] = {}  # table id -> its latest table map
-    versions = TableVersions() if versions is None else versions
-    gtid = None
-    for event in read(path, **reader_options):
-        if isinstance(event, FormatDescriptionEvent) and flavour is None:
-            flavour = "mariadb" if "mariadb" in event.server_version.lower() else "mysql"
-        elif isinstance(event, (GtidEvent, MariadbGtidEvent)):
-            gtid = event.gtid
-        elif isinstance(event, TableMapEvent):
-            current[event.table_id] = versions.version(event)
-        elif isinstance(event, RowsEvent):
-            version = current.get(event.table_id)
-            if version is None:
-                raise _error(event, f"no TABLE_MAP for table_id {event.table_id} before this rows event")
-            mapped = version.table
-            if (database and mapped.database != database) or (table and mapped.table != table):
-                continue
-            plan = version.plan(event, flavour or "mysql", assume_charset, versions.round_trips)
-            for change in decode_rows(event, plan):
-                yield RowRecord(
-                    event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,
-                    gtid, event.header.timestamp, change, event.inner_offset, mapped,
-                )
+    for event, mapped, plan, gtid in rows_events(
+        path, flavour=flavour, database=database, table=table, assume_charset=assume_charset,
+        versions=versions, **reader_options,
+    ):
+        for change in decode_rows(event, plan):
+            yield RowRecord(
+                event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,
+                gtid, event.header.timestamp, change, event.inner_offset, mapped,
+            )

@@ -15,6 +15,12 @@ bytes are there. Most types take a fixed number of bytes: for those,
 code and the conversion of what it unpacks), from which their decoder is
 built, and which lets the row decoder unpack runs of such columns with one
 ``struct`` call (:class:`binlog_codec.rows.DecodingPlan`).
+
+Layouts of the common types also carry a *native* description, a tuple such as
+``("int", 4, True)`` or ``("utf8", 2)``: ``FixedWidth.native`` for fixed-size
+values, the ``native`` attribute of a length-prefixed decoder. The compiled
+build's row writers (:mod:`binlog_codec.row_text`) read those values in C;
+a layout without one (None) is read through its Python decoder there too.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ class FixedWidth(NamedTuple):
 
     code: str
     convert: Callable[[Any], Any] | None = None
+    native: tuple | None = None
 
     @property
     def size(self) -> int:
@@ -94,7 +101,7 @@ def _integer(size: int, column: Column) -> FixedWidth:
     code = _INTEGER_CODES.get((size, signed))
     if code is None:  # MEDIUMINT: 3 bytes, no struct format of its own
         return _bytes_as_int(size, "little", signed)
-    return FixedWidth(code)
+    return FixedWidth(code, None, ("int", size, signed))
 
 
 def _bytes_as_int(size: int, byteorder: str, signed: bool = False) -> FixedWidth:
@@ -103,7 +110,8 @@ def _bytes_as_int(size: int, byteorder: str, signed: bool = False) -> FixedWidth
     def convert(raw: bytes) -> int:
         return int.from_bytes(raw, byteorder, signed=signed)
 
-    return FixedWidth(f"{size}s", convert)
+    native = ("int", size, signed) if byteorder == "little" and size <= 8 else None
+    return FixedWidth(f"{size}s", convert, native)
 
 
 def _float(column: Column) -> FixedWidth:
@@ -126,7 +134,7 @@ def shortest_float32(raw: bytes) -> float:
 
 
 def _double(column: Column) -> FixedWidth:
-    return FixedWidth("d")
+    return FixedWidth("d", None, ("double",))
 
 
 def decimal_size(precision: int, scale: int) -> int:
@@ -176,7 +184,9 @@ def _newdecimal(column: Column) -> FixedWidth:
     precision, scale = column.precision or 0, column.scale or 0
     if not (1 <= precision <= 65 and 0 <= scale <= min(precision, 30)):
         raise ShortBody(f"column {column.display_name}: DECIMAL({precision},{scale}) is not a DECIMAL a server writes")
-    return FixedWidth(f"{decimal_size(precision, scale)}s", decimal_reader(precision, scale))
+    return FixedWidth(
+        f"{decimal_size(precision, scale)}s", decimal_reader(precision, scale), ("decimal", precision, scale)
+    )
 
 
 def _year_of(raw: int) -> int:
@@ -184,7 +194,7 @@ def _year_of(raw: int) -> int:
 
 
 def _year(column: Column) -> FixedWidth:
-    return FixedWidth("B", _year_of)
+    return FixedWidth("B", _year_of, ("year",))
 
 
 def _date_text(raw: bytes) -> str:
@@ -193,7 +203,7 @@ def _date_text(raw: bytes) -> str:
 
 
 def _date(column: Column) -> FixedWidth:
-    return FixedWidth("3s", _date_text)
+    return FixedWidth("3s", _date_text, ("date",))
 
 
 def _fsp(column: Column) -> int:
@@ -234,7 +244,7 @@ def _datetime2(column: Column) -> FixedWidth:
             return text
         return text + _fraction(int.from_bytes(raw[5:], "big") * scale, fsp)
 
-    return FixedWidth(f"{5 + _frac_bytes(fsp)}s", convert)
+    return FixedWidth(f"{5 + _frac_bytes(fsp)}s", convert, ("datetime2", fsp))
 
 
 def _timestamp2(column: Column) -> FixedWidth:
@@ -245,7 +255,7 @@ def _timestamp2(column: Column) -> FixedWidth:
     def convert(raw: bytes) -> str:
         return timestamp_text(int.from_bytes(raw[:4], "big"), int.from_bytes(raw[4:], "big") * scale, fsp)
 
-    return FixedWidth(f"{4 + _frac_bytes(fsp)}s", convert)
+    return FixedWidth(f"{4 + _frac_bytes(fsp)}s", convert, ("timestamp2", fsp))
 
 
 def timestamp_text(seconds: int, micro: int, fsp: int) -> str:
@@ -366,6 +376,7 @@ def _utf8(checked: Callable[[bytes], Any]) -> Callable[[bytes], str]:
         except UnicodeDecodeError:
             return checked(raw)
 
+    convert.native_payload = ("utf8",)
     return convert
 
 
@@ -389,7 +400,17 @@ def _length_prefixed(column: Column, width: int, convert: Callable[[bytes], Any]
             raise _short(column, data, start, end - start)
         return convert(data[start:end]), end
 
+    decode.native = _prefixed_native(width, convert)
     return decode
+
+
+def _prefixed_native(width: int, convert: Callable[[bytes], Any]) -> tuple | None:
+    """The native description of a length-prefixed value (see the module's docstring): the
+    payload's kind and the width of its length. Binary payloads are ``("hex", width)``."""
+    if convert is bytes:
+        return ("hex", width)
+    payload = getattr(convert, "native_payload", None)
+    return None if payload is None else (payload[0], width, *payload[1:])
 
 
 def _varchar(column: Column, convert: Callable[[bytes], Any]) -> ValueDecoder:
@@ -418,6 +439,7 @@ def _zero_padded(length: int) -> Callable[[bytes], bytes]:
     def pad(raw: bytes) -> bytes:
         return raw.ljust(length, b"\0")
 
+    pad.native_payload = ("padded_hex", length)
     return pad
 
 
@@ -431,7 +453,7 @@ def _labels(column: Column, flavour: str) -> list[str] | None:
 def _unsigned(size: int) -> FixedWidth:
     """An unsigned little-endian integer of ``size`` bytes (ENUM index, SET bitmask)."""
     code = _INTEGER_CODES.get((size, False))
-    return _bytes_as_int(size, "little") if code is None else FixedWidth(code)
+    return _bytes_as_int(size, "little") if code is None else FixedWidth(code, None, ("int", size, False))
 
 
 def _enum(column: Column, size: int, labels: list[str] | None) -> FixedWidth:
@@ -449,7 +471,7 @@ def _enum(column: Column, size: int, labels: list[str] | None) -> FixedWidth:
             raise ShortBody(f"column {column.display_name}: ENUM index {index} beyond its {len(labels)} labels")
         return labels[index - 1]
 
-    return FixedWidth(index_layout.code, label)
+    return FixedWidth(index_layout.code, label, ("enum", size, tuple(labels)))
 
 
 def _set(column: Column, size: int, labels: list[str] | None) -> FixedWidth:
