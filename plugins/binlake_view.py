@@ -13,6 +13,32 @@ the page inside the Airflow UI. Two routes:
 The warehouse is found through :func:`plugins.settings.warehouse_path` on
 every request, so changing the Airflow Variable takes effect without a
 restart. The data comes from :func:`plugins.warehouse_status.status`.
+
+Access. Airflow does not put a plugin's app behind its login, so the app does
+it itself, with Airflow's own checks, as app-wide dependencies that every
+route (present and future) goes through:
+
+- **Who**: the caller must be logged in to Airflow. The token is the one the
+  Airflow UI keeps in its ``_token`` cookie (a logged-in browser sends it with
+  the page, also inside the UI's frame) or an ``Authorization: Bearer`` header
+  (API clients, ``POST /auth/token``). Airflow's
+  :func:`~airflow.api_fastapi.core_api.security.get_user` reads it and answers
+  as for its own API: no token 401 ``Not authenticated``, an expired one 401
+  ``Token Expired``, a forged, damaged or revoked (logged out) one 403
+  ``Invalid JWT token``.
+- **What**: the caller must be allowed to read the runs of the
+  ``binlog_ingest`` DAG (:func:`~airflow.api_fastapi.core_api.security.requires_access_dag`
+  with ``GET`` on ``DagAccessEntity.RUN``), else 403 ``Forbidden``. The page
+  shows what that DAG's runs produced (sources, checkpoints, row counts per
+  table, quality failures) and the Data Docs quote rows of the data, so
+  whoever may not read those runs in the Airflow UI may not read them here
+  either. Mere access to the Airflow website (``AccessView.WEBSITE``) would
+  let every user of a deployment that restricts DAGs per role or team see
+  them. The auth manager of the deployment (simple, FAB, Keycloak...)
+  decides, as it does for the DAG's own pages.
+- **Read-only**: the routes are ``GET`` only, and any other method is refused
+  with 405 before the access check, so a route added later cannot write
+  under a read permission.
 """
 
 from __future__ import annotations
@@ -20,11 +46,14 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timezone
 from html import escape
+from http import HTTPStatus
 from pathlib import Path
 from typing import Callable
 
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.core_api.security import requires_access_dag
 from airflow.plugins_manager import AirflowPlugin
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from plugins.settings import warehouse_path
@@ -34,12 +63,28 @@ log = logging.getLogger(__name__)
 
 URL_PREFIX = "/binlake"
 QUALITY = "quality"
+INGEST_DAG_ID = "binlog_ingest"
+"""The DAG whose runs the view shows: reading them in Airflow is what opens the view."""
+READ_METHODS = frozenset({"GET", "HEAD"})
+
+may_read_ingest_runs = requires_access_dag("GET", DagAccessEntity.RUN, param_dag_id=INGEST_DAG_ID)
+"""Airflow's check that the caller is logged in and may read the runs of :data:`INGEST_DAG_ID`."""
+
+
+def read_only(request: Request) -> None:
+    """Refuse (405) any request that is not a read: the view never changes anything."""
+    if request.method not in READ_METHODS:
+        log.warning("binlake view: refused %s %s (the view is read-only)", request.method, request.url.path)
+        raise HTTPException(status_code=HTTPStatus.METHOD_NOT_ALLOWED, detail="the binlake view is read-only",
+                            headers={"Allow": "GET"})
 
 
 def create_app(warehouse: Path | None = None, store_for: StoreFor | None = None) -> FastAPI:
     """The view's app. ``warehouse`` fixes the warehouse (default: :func:`warehouse_path` per
-    request); ``store_for`` opens sources for listing (default: the Airflow S3 connection)."""
-    app = FastAPI(title="binlake", docs_url=None, redoc_url=None, openapi_url=None)
+    request); ``store_for`` opens sources for listing (default: the Airflow S3 connection).
+    Every route is read-only and needs an Airflow login that may read the ingest DAG's runs."""
+    app = FastAPI(title="binlake", docs_url=None, redoc_url=None, openapi_url=None,
+                  dependencies=[Depends(read_only), Depends(may_read_ingest_runs)])
 
     def current_warehouse() -> Path:
         return warehouse if warehouse is not None else warehouse_path()

@@ -3,19 +3,35 @@
 The warehouse is built by hand (checkpoint, run records, a Data Docs page) so
 that every state the page shows is present at once: a source behind and one
 that cannot be listed; runs that passed, failed and were not validated.
+
+Every request goes through Airflow's own access checks, as in the API server:
+the module gives this process a fresh, migrated Airflow metadata database
+(SQLite; the checks read revoked tokens and DAG teams from it) and Airflow's
+SimpleAuthManager, whose tokens the requests carry the way a logged-in
+browser does (the ``_token`` cookie) or an API client does (``Authorization:
+Bearer``).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from datetime import datetime, timedelta, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 
+import jwt
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from airflow import settings
+from airflow.api_fastapi.app import create_auth_manager, purge_cached_app
+from airflow.api_fastapi.auth.managers.base_auth_manager import BaseAuthManager
+from airflow.api_fastapi.auth.managers.simple.user import SimpleAuthManagerUser
+from airflow.utils.db import initdb
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from plugins.binlake_view import BinlakeViewPlugin, create_app
@@ -26,6 +42,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 FINISHED = datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)
 DOCS = "quality/runs/run-passed/data_docs/index.html"
+SIMPLE_AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+READER = SimpleAuthManagerUser(username="reader", role="viewer")
 
 
 class Tables(HTMLParser):
@@ -66,6 +84,42 @@ class Tables(HTMLParser):
         return [dict(zip(header, (" ".join(cell.split()) for cell in row))) for row in body]
 
 
+@pytest.fixture(scope="module")
+def auth_manager(tmp_path_factory) -> BaseAuthManager:
+    """Airflow's SimpleAuthManager over a fresh metadata database, as the API server has them;
+    this process's Airflow goes back to its own database after the module."""
+    home = tmp_path_factory.mktemp("airflow")
+    with pytest.MonkeyPatch.context() as airflow_env:
+        airflow_env.setenv("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{home}/airflow.db")
+        airflow_env.setenv("AIRFLOW__CORE__AUTH_MANAGER", SIMPLE_AUTH_MANAGER)
+        airflow_env.setenv("AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS", "False")
+        airflow_env.setenv("AIRFLOW__API_AUTH__JWT_SECRET", base64.urlsafe_b64encode(b"binlake view tests" * 4).decode())
+        use_airflow_database()
+        initdb()
+        yield create_auth_manager()
+    purge_cached_app()
+    use_airflow_database()
+
+
+def use_airflow_database() -> None:
+    """Point this process's Airflow at the database its configuration names now."""
+    settings.dispose_orm()
+    settings.configure_vars()
+    settings.configure_orm()
+
+
+@pytest.fixture
+def token(auth_manager) -> str:
+    """The token of a logged-in user with Airflow's viewer role (who may read every DAG's runs)."""
+    return auth_manager.generate_jwt(READER)
+
+
+def browser(app: FastAPI, token: str | None, **options) -> TestClient:
+    """A client calling ``app`` the way a browser does: with the Airflow UI's ``_token`` cookie
+    when logged in (``token``), with nothing otherwise."""
+    return TestClient(app, cookies={} if token is None else {"_token": token}, **options)
+
+
 @pytest.fixture
 def warehouse(tmp_path) -> Path:
     """Two sources (one a folder two files ahead of its checkpoint, one gone) and three runs."""
@@ -91,8 +145,8 @@ def warehouse(tmp_path) -> Path:
 
 
 @pytest.fixture
-def page(warehouse) -> Tables:
-    reply = TestClient(create_app(warehouse, open_store)).get("/")
+def page(warehouse, token) -> Tables:
+    reply = browser(create_app(warehouse, open_store), token).get("/")
     assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/html")
     return Tables(reply.text)
 
@@ -121,32 +175,32 @@ def test_runs_show_counts_per_table_and_quality_newest_first(page):
     assert unchecked["quality"] == "not validated"
 
 
-def test_the_data_docs_link_opens_the_report(page, warehouse):
+def test_the_data_docs_link_opens_the_report(page, warehouse, token):
     link = page.links["Data Docs"]
     assert link == f"/{DOCS}"  # the app's own root; under Airflow it is mounted at /binlake
-    reply = TestClient(create_app(warehouse, open_store)).get(link)
+    reply = browser(create_app(warehouse, open_store), token).get(link)
     assert reply.status_code == 200 and "Great Expectations report of run-passed" in reply.text
 
 
-def test_the_data_docs_link_carries_the_mount_prefix(warehouse):
-    client = TestClient(create_app(warehouse, open_store), root_path="/binlake")
+def test_the_data_docs_link_carries_the_mount_prefix(warehouse, token):
+    client = browser(create_app(warehouse, open_store), token, root_path="/binlake")
     assert Tables(client.get("/").text).links["Data Docs"] == f"/binlake/{DOCS}"
 
 
 @pytest.mark.parametrize("path", ["runs/run-failed/index.html", "../metadata/checkpoint.json", "%2e%2e/metadata/checkpoint.json"])
-def test_only_reports_inside_the_quality_folder_are_served(warehouse, path):
-    assert TestClient(create_app(warehouse, open_store)).get(f"/quality/{path}").status_code == 404
+def test_only_reports_inside_the_quality_folder_are_served(warehouse, token, path):
+    assert browser(create_app(warehouse, open_store), token).get(f"/quality/{path}").status_code == 404
 
 
-def test_an_empty_warehouse_says_so(tmp_path):
-    text = TestClient(create_app(tmp_path)).get("/").text
+def test_an_empty_warehouse_says_so(tmp_path, token):
+    text = browser(create_app(tmp_path), token).get("/").text
     assert "No checkpoint yet" in text and "No runs yet." in text
 
 
-def test_without_a_fixed_warehouse_the_page_reads_the_settings(warehouse, monkeypatch):
+def test_without_a_fixed_warehouse_the_page_reads_the_settings(warehouse, token, monkeypatch):
     monkeypatch.delenv("AIRFLOW_VAR_BINLAKE_WAREHOUSE_URI", raising=False)
     monkeypatch.setenv("BINLAKE_WAREHOUSE_URI", warehouse.as_uri())
-    client = TestClient(create_app(store_for=open_store))
+    client = browser(create_app(store_for=open_store), token)
     assert "run-passed" in client.get("/").text
     monkeypatch.setenv("AIRFLOW_VAR_BINLAKE_WAREHOUSE_URI", str(warehouse.parent / "elsewhere"))  # the Variable wins
     assert "No runs yet." in client.get("/").text
@@ -160,6 +214,120 @@ def test_the_plugin_mounts_the_app_under_binlake_and_adds_a_navigation_entry():
     (app,) = BinlakeViewPlugin.fastapi_apps
     (view,) = BinlakeViewPlugin.external_views
     assert app["url_prefix"] == "/binlake" and view["href"] == "/binlake/" and view["destination"] == "nav"
+
+
+# ---------------------------------------------------------------- access
+
+
+PAGES = ["/", f"/{DOCS}"]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_an_anonymous_request_is_refused_like_airflows_own_api(warehouse, path):
+    reply = browser(create_app(warehouse, open_store), None).get(path)
+    assert (reply.status_code, reply.json()) == (401, {"detail": "Not authenticated"})
+    assert reply.headers["content-type"] == "application/json"  # Airflow's error, not the page
+
+
+def test_an_anonymous_request_does_not_learn_which_reports_exist(warehouse):
+    missing = browser(create_app(warehouse, open_store), None).get("/quality/runs/no-such-run/index.html")
+    assert (missing.status_code, missing.json()) == (401, {"detail": "Not authenticated"})
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_a_logged_in_browser_gets_the_page_with_the_ui_cookie(warehouse, token, path):
+    reply = browser(create_app(warehouse, open_store), token).get(path)
+    assert reply.status_code == 200 and "run-passed" in reply.text
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_an_api_client_gets_the_page_with_a_bearer_token(warehouse, token, path):
+    reply = TestClient(create_app(warehouse, open_store)).get(path, headers={"Authorization": f"Bearer {token}"})
+    assert reply.status_code == 200 and "run-passed" in reply.text
+
+
+def expired(auth_manager: BaseAuthManager) -> str:
+    return auth_manager.generate_jwt(READER, expiration_time_in_seconds=-3600)
+
+
+def promoted_to_admin(auth_manager: BaseAuthManager) -> str:
+    """A viewer's token whose claims say admin, with the viewer's signature."""
+    header, claims, signature = auth_manager.generate_jwt(READER).split(".")
+    forged = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4))) | {"role": "admin"}
+    return ".".join([header, base64.urlsafe_b64encode(json.dumps(forged).encode()).decode().rstrip("="), signature])
+
+
+def signed_with_another_secret(auth_manager: BaseAuthManager) -> str:
+    """A viewer's token, claims and all, signed again with a secret that is not the server's."""
+    token = auth_manager.generate_jwt(READER)
+    claims = jwt.decode(token, options={"verify_signature": False})
+    return jwt.encode(claims, b"not the server's secret" * 4, algorithm=jwt.get_unverified_header(token)["alg"])
+
+
+def logged_out(auth_manager: BaseAuthManager) -> str:
+    token = auth_manager.generate_jwt(READER)
+    auth_manager.revoke_token(token)  # what Airflow's logout does
+    return token
+
+
+@pytest.mark.parametrize(("make_token", "status", "detail"), [
+    (expired, 401, "Token Expired"),
+    (promoted_to_admin, 403, "Invalid JWT token"),
+    (signed_with_another_secret, 403, "Invalid JWT token"),
+    (logged_out, 403, "Invalid JWT token"),
+    (lambda auth_manager: "not-a-token", 403, "Invalid JWT token"),
+], ids=["expired", "claims-altered", "another-secret", "logged-out", "garbage"])
+def test_a_bad_token_is_refused(warehouse, auth_manager, make_token, status, detail):
+    bad = make_token(auth_manager)
+    app = create_app(warehouse, open_store)
+    for reply in (browser(app, bad).get("/"), TestClient(app).get("/", headers={"Authorization": f"Bearer {bad}"})):
+        assert (reply.status_code, reply.json()) == (status, {"detail": detail})
+
+
+def test_a_user_who_may_not_read_the_ingest_runs_is_forbidden(warehouse, auth_manager):
+    no_role = auth_manager.generate_jwt(SimpleAuthManagerUser(username="newcomer", role=None))
+    reply = browser(create_app(warehouse, open_store), no_role).get("/")
+    assert (reply.status_code, reply.json()) == (403, {"detail": "Forbidden"})
+
+
+def test_a_route_added_later_is_behind_the_login_too(warehouse, token):
+    app = create_app(warehouse, open_store)
+
+    @app.get("/later")
+    def later() -> str:
+        return "later page"
+
+    assert browser(app, None).get("/later").status_code == 401
+    assert browser(app, token).get("/later").json() == "later page"
+
+
+# ---------------------------------------------------------------- read-only
+
+
+def test_every_route_only_reads():
+    routes = [route for route in create_app().routes if isinstance(route, APIRoute)]
+    assert routes and all(route.methods <= {"GET", "HEAD"} for route in routes)
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "PATCH", "DELETE"])
+@pytest.mark.parametrize("path", PAGES)
+def test_writing_is_refused_even_when_logged_in(warehouse, token, method, path):
+    reply = browser(create_app(warehouse, open_store), token).request(method, path)
+    assert (reply.status_code, reply.headers["allow"]) == (405, "GET")
+    assert (warehouse / DOCS).read_text() == "<html><body>Great Expectations report of run-passed</body></html>"
+
+
+def test_a_writing_route_added_later_is_refused(warehouse, token):
+    app = create_app(warehouse, open_store)
+    called = []
+
+    @app.post("/later")
+    def later() -> None:
+        called.append("POST")
+
+    reply = browser(app, token).post("/later")
+    assert (reply.status_code, reply.json()) == (405, {"detail": "the binlake view is read-only"})
+    assert called == []
 
 
 def write_json(path: Path, content: dict) -> None:
