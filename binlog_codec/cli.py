@@ -411,7 +411,8 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
     in ``partial`` (:func:`_partial_images`).
 
     The fields before ``row_index`` and between it and the images are the same
-    for every row of a rows event: they are encoded once per event. With the
+    for every row of a rows event: they are encoded once per event, and again only
+    when they change. With the
     compiled build, the lines of most events are written by
     :mod:`binlog_codec.row_text`, the same text without a Python object per value.
     """
@@ -422,6 +423,7 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
         return join(chunks(obj, 0))
 
     lines = _RowLines(out, encode)
+    file = context = None
     try:
         for path in args.files:
             for rows in rows_events(
@@ -434,11 +436,16 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
                 stop_position=args.stop_position,
             ):
                 event, table = rows.event, rows.table
-                head = '{"file": %s, "pos": %s, "row_index": ' % (encode(event.file), encode(event.pos))
-                middle = ', "type": %s, "db": %s, "table": %s, "gtid": %s, "timestamp": %s, ' % (
-                    encode(event.kind), encode(table.database), encode(table.table),
-                    encode(rows.gtid), encode(event.header.timestamp),
-                )
+                if event.file != file:
+                    file = event.file
+                    file_head = '{"file": %s, "pos": ' % encode(file)
+                head = f'{file_head}{event.pos}, "row_index": '
+                fields = (event.kind, table.database, table.table, rows.gtid, event.header.timestamp)
+                if fields != context:
+                    context = fields
+                    middle = ', "type": %s, "db": %s, "table": %s, "gtid": %s, "timestamp": %s, ' % tuple(
+                        encode(field) for field in fields
+                    )
                 if lines.compiled_rows(rows, head, middle):
                     continue
                 for line in _python_lines(rows, head, middle, encode):

@@ -198,6 +198,14 @@ def test_control_characters_and_quotes_are_escaped_as_json_escapes_them(row_text
     assert text == json.dumps(value, ensure_ascii=False)
 
 
+@pytest.mark.parametrize("special", ['"', "\\", "\n", "\x1f", "\x7f", "é", "😀"])
+def test_a_character_to_escape_is_found_at_any_position_of_a_long_string(row_text, special):
+    col = column(ColumnType.BLOB, pack_length=2, collation_id=UTF8MB4)
+    for at in range(24):
+        value = "abcdefghijklmnopqrstuvwx"[:at] + special + "ABCDEFGHIJKLMNOPQRSTUVWX"[at:]
+        assert written_value(row_text, col, value)[1] == json.dumps(value, ensure_ascii=False)
+
+
 def test_binary_values_are_hex_and_binary_n_is_padded(row_text):
     blob = column(ColumnType.BLOB, pack_length=2, collation_id=63)
     assert written_value(row_text, blob, bytes(range(256)))[0] == {"hex": bytes(range(256)).hex()}
