@@ -359,13 +359,27 @@ class BinlogReader:
                 pos,
                 header.type_code,
             )
-        payload = stream.read(size - header_length)
-        if len(payload) != size - header_length:
+        body_size = size - header_length
+        trailer = self._checksum_size(header.type_code, body_size)
+        payload = stream.read(body_size - trailer)
+        stored = stream.read(trailer) if trailer else b""
+        if len(payload) + len(stored) != body_size:
             raise self._error(
-                TruncatedError, f"file ended inside the event body ({len(payload)} of {size - header_length} bytes)", pos,
+                TruncatedError,
+                f"file ended inside the event body ({len(payload) + len(stored)} of {body_size} bytes)",
+                pos,
                 header.type_code,
             )
-        return self._frame(pos, head, header, payload)
+        return self._frame(pos, head, header, payload, stored)
+
+    def _checksum_size(self, type_code: int, body_size: int) -> int:
+        """The bytes of CRC32 that end an event's body, read apart from it: 4 under a format
+        description with CRC32, except in the format description itself (which says whether
+        it has one) and in a body too short to hold one (an error :meth:`_frame` reports)."""
+        fde = self.fde
+        if fde is None or type_code == EventType.FORMAT_DESCRIPTION or fde.checksum_alg != CHECKSUM_CRC32:
+            return 0
+        return CHECKSUM_SIZE if body_size >= CHECKSUM_SIZE else 0
 
     def _first_header_length(self, stream: BinaryIO, pos: int) -> int:
         """Header length for the first event: 13 for a binlog v1 START_EVENT_V3, else 19."""
@@ -381,9 +395,11 @@ class BinlogReader:
         if header_length == HEADER_V1.size:
             timestamp, type_code, server_id, size = HEADER_V1.unpack_from(head)
             return EventHeader(timestamp, type_code, server_id, size, 0, 0)
-        return EventHeader._make(HEADER_V4.unpack_from(head))
+        return tuple.__new__(EventHeader, HEADER_V4.unpack_from(head))
 
-    def _frame(self, pos: int, head: bytes, header: EventHeader, payload: bytes) -> RawEvent:
+    def _frame(self, pos: int, head: bytes, header: EventHeader, payload: bytes, stored: bytes) -> RawEvent:
+        """The event whose ``payload`` follows ``head``; ``stored`` is its CRC32 when it has one
+        (see :meth:`_checksum_size`)."""
         type_code = header.type_code
         if type_code == EventType.FORMAT_DESCRIPTION:
             return self._frame_fde(pos, head, header, payload)
@@ -398,20 +414,18 @@ class BinlogReader:
                 type_code,
             )
         checksum = None
-        body = payload
         if self.fde.checksum_alg == CHECKSUM_CRC32:
-            if len(payload) < CHECKSUM_SIZE:
+            if not stored:
                 raise self._error(
                     CorruptEventError,
                     f"event_size {header.event_size} leaves no room for the 4-byte CRC32",
                     pos,
                     type_code,
                 )
-            body = payload[:-CHECKSUM_SIZE]
-            checksum = int.from_bytes(payload[-CHECKSUM_SIZE:], "little")
+            checksum = int.from_bytes(stored, "little")
             if self.verify_checksums:
-                self._check_crc(pos, type_code, zlib.crc32(body, zlib.crc32(head)), checksum)
-        return RawEvent(self.name, pos, pos + header.event_size, header, body, checksum, self.fde)
+                self._check_crc(pos, type_code, zlib.crc32(payload, zlib.crc32(head)), checksum)
+        return RawEvent(self.name, pos, pos + header.event_size, header, payload, checksum, self.fde)
 
     def _frame_fde(self, pos: int, head: bytes, header: EventHeader, payload: bytes) -> RawEvent:
         fde = self._decode_format(pos, header.type_code, lambda: parse_format_description(payload))
