@@ -1,7 +1,7 @@
 """The compiled build of binlog_codec against its pure-Python modules.
 
 The build compiles the modules of ``binlog_codec.COMPILED_MODULES`` from their
-own ``.py`` files (``setup.py``). These tests check that the compiled modules
+own ``.py`` files, and those of ``NATIVE_MODULES`` from ``.pyx`` (``setup.py``). These tests check that the compiled modules
 are really extension modules, that ``BINLAKE_PURE_PYTHON=1`` really imports the
 sources, and that both give the same output: ``binlog-codec rows`` and the
 Arrow batches of every shared fixture binlog, and row images of random values
@@ -65,7 +65,7 @@ def python(code: str, *args: str, env: dict | None = None, stdin: str | None = N
 
 def test_the_hot_modules_are_extension_modules():
     require_compiled()
-    for name in binlog_codec.COMPILED_MODULES:
+    for name in binlog_codec.COMPILED_MODULES + binlog_codec.NATIVE_MODULES:
         module = importlib.import_module(f"binlog_codec.{name}")
         assert isinstance(module.__loader__, ExtensionFileLoader), module.__file__
         assert module.__file__.endswith(tuple(EXTENSION_SUFFIXES))
