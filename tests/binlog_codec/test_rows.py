@@ -288,3 +288,24 @@ def test_records_carry_their_table_version_and_place_inside_a_payload():
         by_table.setdefault((record.database, record.table), set()).add(id(record.table_map))
     assert all(len(ids) == 1 for ids in by_table.values())  # the map logged per transaction is one version
     assert all(r.table_map.table == r.table for r in plain)
+
+
+def test_a_table_map_body_met_again_is_the_same_version_decoded_once():
+    """Servers log the table map again in every transaction: its body is decoded the first time."""
+    from dataclasses import replace
+
+    from binlog_codec.event_types import EventType
+    from binlog_codec.reader import BinlogReader
+    from binlog_codec.rows import TableVersions
+
+    maps = [raw for name in good_files() for raw in BinlogReader(path(name)) if raw.type_code == EventType.TABLE_MAP]
+    first, again = next(
+        (a, b) for i, a in enumerate(maps) for b in maps[i + 1:] if a.body == b.body and a.pos != b.pos
+    )
+    versions = TableVersions()
+    version = versions.version_of(first)
+    assert versions.version_of(again) is version
+    other_id = replace(again, body=bytes([(again.body[0] + 1) % 256]) + again.body[1:])
+    other = versions.version_of(other_id)
+    assert other is not version and other.table.table_id != version.table.table_id
+    assert other.table.columns == version.table.columns
