@@ -35,7 +35,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow.dataset as ds
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from binlog_codec.reader import BinlogReader
 from binlog_codec.transactions import scan_transactions
@@ -136,11 +137,27 @@ def write_source(source: Path, state: dict[str, int]) -> None:
 
 
 def rows(warehouse: Path, area: str) -> dict[str, list[dict]]:
-    """Per table of ``area`` (``changes`` or ``current``), its rows."""
+    """Per table of ``area`` (``changes`` or ``current``), its rows with their partition
+    columns. Each file is read by column name: the files of runs before and after an ALTER
+    TABLE hold different columns, and a table is read as Spark's mergeSchema and DuckDB's
+    union_by_name read it (a dataset of the first file's schema would drop the new column)."""
     tables = {}
     for folder in sorted((warehouse / area).glob("*/*")):
-        tables[f"{folder.parent.name}.{folder.name}"] = ds.dataset(folder, partitioning="hive").to_table().to_pylist()
+        parts = [
+            with_partition_columns(pq.read_table(file), file.relative_to(folder))
+            for file in sorted(folder.rglob("*.parquet"))
+            if not any(part.startswith((".", "_")) for part in file.relative_to(folder).parts)
+        ]
+        tables[f"{folder.parent.name}.{folder.name}"] = pa.concat_tables(parts, promote_options="permissive").to_pylist()
     return tables
+
+
+def with_partition_columns(table: pa.Table, relative: Path) -> pa.Table:
+    """``table`` with a column for each ``name=value`` folder of the file's ``relative`` path."""
+    for folder in relative.parent.parts:
+        name, _, value = folder.partition("=")
+        table = table.append_column(name, pa.array([value] * table.num_rows, pa.string()))
+    return table
 
 
 def as_multiset(table_rows: list[dict]) -> Counter:
