@@ -21,8 +21,8 @@ built on :mod:`binlog_codec.writer`:
   the unchanged TEXT/JSON ones).
 
 The file is written event by event and at most ``max_rows`` rows per table
-are alive at any time, so memory stays bounded however many transactions are
-asked for. The same ``seed`` gives the same bytes. The returned
+are alive at any time, so memory stays bounded however many transactions (or
+however many bytes, ``target_bytes``) are asked for. The same ``seed`` gives the same bytes. The returned
 :class:`CorpusSummary` holds the final row of every live row per table (what
 applying the file must give) and counts of what was written.
 """
@@ -385,13 +385,15 @@ class _CorpusWriter:
 def write_corpus(
     path: str | os.PathLike[str],
     *,
-    transactions: int,
+    transactions: int | None = None,
     seed: int,
     image: str = "minimal",
     compress: bool = False,
     max_rows: int = 200,
+    target_bytes: int | None = None,
 ) -> CorpusSummary:
-    """Write a synthetic MySQL 8.0 binlog of ``transactions`` transactions to ``path``.
+    """Write a synthetic MySQL 8.0 binlog to ``path``: ``transactions`` transactions, or as many
+    as it takes for the file to reach ``target_bytes`` (whichever comes first when both are given).
 
     ``image`` is ``binlog_row_image`` (full, minimal or noblob); ``compress`` wraps each
     transaction in a zstd TRANSACTION_PAYLOAD_EVENT; at most ``max_rows`` rows per table are
@@ -399,15 +401,24 @@ def write_corpus(
     """
     if image not in IMAGES:
         raise ValueError(f"image must be one of {', '.join(IMAGES)}, got {image!r}")
+    if transactions is None and target_bytes is None:
+        raise ValueError("give transactions, target_bytes or both")
     rng = random.Random(seed)
     with open(path, "wb") as stream:
         writer = BinlogWriter(SERVER_VERSION, server_id=SERVER_ID, timestamp=START_TIMESTAMP, stream=stream)
         corpus = _CorpusWriter(writer, rng, image, compress, max_rows)
-        for number in range(transactions):
+        number = 0
+        while _wanted(number, transactions, writer.position, target_bytes):
             corpus.transaction(number)
+            number += 1
         size = writer.position
     log.info(
         "wrote %s: %d transactions, %d bytes, image %s%s; %s",
-        os.fspath(path), transactions, size, image, ", compressed" if compress else "", dict(sorted(corpus.counts.items())),
+        os.fspath(path), number, size, image, ", compressed" if compress else "", dict(sorted(corpus.counts.items())),
     )
-    return CorpusSummary(os.fspath(path), transactions, corpus.rows, corpus.counts)
+    return CorpusSummary(os.fspath(path), number, corpus.rows, corpus.counts)
+
+
+def _wanted(number: int, transactions: int | None, size: int, target_bytes: int | None) -> bool:
+    """Whether another transaction is to be written: neither the count nor the size is reached."""
+    return (transactions is None or number < transactions) and (target_bytes is None or size < target_bytes)

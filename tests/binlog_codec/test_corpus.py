@@ -82,3 +82,22 @@ def test_corpus_keeps_live_rows_bounded(tmp_path):
 def test_unknown_image_is_refused(tmp_path):
     with pytest.raises(ValueError, match="full, minimal, noblob"):
         write_corpus(tmp_path / "x", transactions=1, seed=1, image="compact")
+
+
+def test_corpus_stops_once_it_reaches_the_target_size(tmp_path):
+    target = tmp_path / "corpus.000001"
+    summary = write_corpus(target, seed=4, image="full", target_bytes=200_000)
+    size = target.stat().st_size
+    assert 200_000 <= size < 220_000  # one transaction past the target at most
+    assert summary.transactions == summary.counts["transactions"] > 100
+    assert sum(1 for _ in read_rows(target)) == summary.counts["insert"] + summary.counts["update"] + summary.counts["delete"]
+
+
+def test_corpus_stops_at_the_first_limit_reached(tmp_path):
+    summary = write_corpus(tmp_path / "corpus.000001", transactions=5, seed=4, target_bytes=10**9)
+    assert summary.transactions == 5
+
+
+def test_corpus_needs_a_limit(tmp_path):
+    with pytest.raises(ValueError, match="transactions, target_bytes"):
+        write_corpus(tmp_path / "x", seed=1)
