@@ -16,18 +16,21 @@ over a folder holding just that file into a new warehouse, once with
 each), with how it scales and how it compares with ``binlog-codec rows``, and
 the time of each phase (decode, materialize, publish) from its log.
 
-The JSON side (:mod:`json_corpus`) is timed on a synthetic MySQL 8 corpus of
-partial JSON updates: decode rows/s, diff vectors applied per second, binary
-JSON parse MB/s. ``machine.two_process_speedup`` says how much two processes
-gain over one on this machine for pure Python work: the ceiling of the ingest's
-``local[2]`` over ``local[1]`` ratio. ``backup`` is the write and read speed of a
+The JSON side (:mod:`json_corpus`) is timed on a synthetic MySQL 8 binlog of
+binary JSON documents and partial JSON updates (``--json-target-mb``, 1024 by
+default; made once and cached in ``.bench/json``): ``binlog-codec rows``,
+python-mysql-replication and ``mariadb-binlog -v`` on that file, rows/s, MB/s,
+peak memory, their row counts checked against the generator's.
+``machine.two_process_speedup`` says how much two processes gain over one on
+this machine for pure Python work: the ceiling of the ingest's ``local[2]``
+over ``local[1]`` ratio. ``backup`` is the write and read speed of a
 ~100 MB WL#4063 backup image (:mod:`backup_bench`).
 
 python-mysql-replication reads the file as a replica does: the server that
 wrote it (data kept in ``.bench/mdb``) is started for that measurement,
 streams the file over its Unix socket, and is shut down afterwards.
 
-    python benchmarks/run.py [--repeat 3] [--ingest-repeat 1] [--only NAME ...] [--target-mb 1024] [--file BINLOG] [--no-json] [--no-backup]
+    python benchmarks/run.py [--repeat 3] [--ingest-repeat 1] [--only NAME ...] [--target-mb 1024] [--file BINLOG] [--json-target-mb 1024] [--no-json] [--no-backup]
 
 A missing tool or a failing command is recorded as an error in the results;
 the other measurements still run.
@@ -58,17 +61,13 @@ sys.path.insert(0, str(HERE))
 import backup_bench  # noqa: E402
 import json_corpus  # noqa: E402
 import make_binlog  # noqa: E402
+from measuring import CODEC, ROW_KINDS, mariadb_binlog_row_counts, run_command  # noqa: E402
 import plot  # noqa: E402
 
 RESULTS = make_binlog.BENCH_DIR / "results.json"
 PLOT = RESULTS.with_suffix(".svg")  # throughput per measurement, next to the results
 BASELINE = "mariadb-binlog"
 
-# The in-tree command line, run with this interpreter.
-CODEC = [sys.executable, "-c", "import sys; from binlog_codec.cli import main; sys.exit(main())"]
-
-
-ROW_KINDS = ("insert", "update", "delete")
 PYMYSQLREPLICATION = "python-mysql-replication"
 CODEC_ROWS = "binlog-codec rows"
 CODEC_ROWS_PURE = "binlog-codec rows, pure Python"
@@ -156,26 +155,6 @@ def pymysqlreplication_stream(path: Path, server) -> dict:
             counts[kinds[type(event)]] += n
     finally:
         stream.close()
-    return {"rows": sum(counts.values()), **counts}
-
-
-def mariadb_binlog_row_counts(path: Path, mariadb_binlog: str) -> dict:
-    """Row changes printed by ``mariadb-binlog -v --base64-output=decode-rows``:
-    its ``### INSERT INTO`` / ``### UPDATE`` / ``### DELETE FROM`` lines."""
-    starts = {b"### INSERT INTO ": "insert", b"### UPDATE ": "update", b"### DELETE FROM ": "delete"}
-    counts = dict.fromkeys(ROW_KINDS, 0)
-    with subprocess.Popen(
-        [mariadb_binlog, "-v", "--base64-output=decode-rows", str(path)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-    ) as proc:
-        for line in proc.stdout:
-            if line.startswith(b"### ") and not line.startswith(b"###   "):
-                for start, kind in starts.items():
-                    if line.startswith(start):
-                        counts[kind] += 1
-                        break
-    if proc.returncode != 0:
-        raise RuntimeError(f"mariadb-binlog exited with {proc.returncode}")
     return {"rows": sum(counts.values()), **counts}
 
 
@@ -472,38 +451,6 @@ def _git_commit() -> str | None:
         return None
 
 
-def run_command(argv: list[str], timeout: float, env: dict | None = None) -> tuple[float, float]:
-    """Wall seconds and peak resident memory (MB, from the kernel's accounting of the
-    process) of one run of ``argv``, output to /dev/null."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile() as errors:
-        proc = subprocess.Popen(
-            argv,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-            cwd=REPO_ROOT,
-            env=dict(os.environ, **(env or {}), PYTHONPATH=os.pathsep.join(
-                p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)),
-        )
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                proc.wait()
-                raise RuntimeError(f"timed out after {timeout:.0f} s")
-            time.sleep(0.01)
-        seconds = time.perf_counter() - t0
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            errors.seek(0)
-            tail = errors.read().decode(errors="replace").strip()[-800:]
-            raise RuntimeError(f"exit {proc.returncode}: {tail}")
-    return seconds, usage.ru_maxrss / 1024
-
-
 def _load() -> float | None:
     try:
         return round(os.getloadavg()[0], 2)
@@ -636,6 +583,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target-mb", type=int, default=make_binlog.DEFAULT_TARGET_MB)
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     ap.add_argument("--file", type=Path, help="benchmark this binlog instead")
+    ap.add_argument("--json-target-mb", type=int, default=json_corpus.DEFAULT_TARGET_MB,
+                    help="size of the synthetic MySQL 8 JSON corpus in MB (10^6 bytes)")
     ap.add_argument("--no-json", action="store_true", help="leave out the JSON corpus measurements")
     ap.add_argument("--no-backup", action="store_true", help="leave out the backup image measurements")
     args = ap.parse_args(argv)
@@ -764,8 +713,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     report["machine"]["two_process_speedup"] = two_process_speedup()
     if not args.no_json:
-        print("timing the JSON corpus ...", file=sys.stderr, flush=True)
-        report["json"] = json_corpus.measure(make_binlog.BENCH_DIR / "json", args.repeat)
+        print(f"timing the JSON corpus ({args.json_target_mb} MB; made first unless cached: "
+              f"about 10 minutes per GB) ...", file=sys.stderr, flush=True)
+        report["json"] = json_corpus.measure(args.json_target_mb, args.repeat, timeout=args.timeout,
+                                             mariadb_binlog=tools["mariadb_binlog"])
     if not args.no_backup:
         print("timing backup images ...", file=sys.stderr, flush=True)
         report["backup"] = backup_bench.benchmark(make_binlog.BENCH_DIR / "backup")
@@ -805,10 +756,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  two processes vs one on this machine (pure Python): {report['machine']['two_process_speedup']}x",
           file=sys.stderr)
     if "json" in report:
-        j = report["json"]
-        print(f"  JSON corpus ({j['rows']:,} rows, {j['file_bytes'] / 1e6:.1f} MB): decode {j['decode']['rows_per_s']:,} rows/s, "
-              f"apply {j['apply']['diff_vectors_per_s']:,} diff vectors/s, binary JSON parse {j['parse']['mb_per_s']} MB/s",
-              file=sys.stderr)
+        for line in json_corpus.summary_lines(report["json"]):
+            print(f"  {line}", file=sys.stderr)
     if "backup" in report:
         b = report["backup"]
         print(f"  backup image ({b['bytes'] / 1e6:.0f} MB): write {b['write_mb_per_s']} MB/s, read {b['read_mb_per_s']} MB/s",
