@@ -52,7 +52,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from binlog_codec import json_binary, json_diff  # noqa: E402
+from binlog_codec import build_description, json_binary, json_diff  # noqa: E402
 from binlog_codec.corpus import write_corpus  # noqa: E402
 from binlog_codec.rows import read_rows  # noqa: E402
 from make_binlog import BENCH_DIR, REPO_ROOT  # noqa: E402
@@ -329,6 +329,7 @@ def measure(target_mb: int = DEFAULT_TARGET_MB, repeat: int = 3, folder: Path = 
         "rows": expected["rows"],
         "rows_by_kind": {kind: expected[kind] for kind in ROW_KINDS},
         "repeat": repeat,
+        "codec_build": build_description(),
         "results": results,
         "ratios": _ratios(by_name),
         "sample": sample_rates(path),
@@ -347,7 +348,8 @@ def _ratios(by_name: dict) -> dict:
 def summary_lines(section: dict) -> list[str]:
     """The ``json`` section in a few lines for a person."""
     lines = [f"JSON corpus ({section['file_mb']} MB, {section['rows']:,} row changes; generated in "
-             f"{section['generator']['generation_seconds']} s, peak memory {section['generator']['generation_peak_rss_mb']} MB):"]
+             f"{section['generator']['generation_seconds']} s, peak memory {section['generator']['generation_peak_rss_mb']} MB; "
+             f"binlog-codec {section['codec_build']}):"]
     for r in section["results"]:
         if "seconds" in r:
             lines.append(f"  {r['name']:<30} {r['seconds']:9.2f} s {r['mb_per_s']:7.2f} MB/s {r['rows_per_s']:>9,} rows/s "
