@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import re
 import shutil
 import struct
@@ -56,7 +55,8 @@ from binlog_codec import build_description, json_binary, json_diff  # noqa: E402
 from binlog_codec.corpus import write_corpus  # noqa: E402
 from binlog_codec.rows import read_rows  # noqa: E402
 from make_binlog import BENCH_DIR, REPO_ROOT  # noqa: E402
-from measuring import CODEC, ROW_KINDS, CommandFailed, count_row_lines, mariadb_binlog_row_counts, run_command  # noqa: E402
+from measuring import (CODEC, ROW_KINDS, CommandFailed, count_row_lines, load_average,  # noqa: E402
+                       mariadb_binlog_row_counts, run_command)
 
 log = logging.getLogger(__name__)
 
@@ -165,9 +165,11 @@ def pymysqlreplication_rows(path: Path) -> dict:
     for event in _events(path):
         packet = BinLogPacketWrapper(
             MysqlPacket(b"\x00" + event, "utf8"), table_map, _NoServer(), version,
-            True, wanted,  # CRC32 checksums; the events to decode
-            None, None, None, None, False, False, False,  # no table or schema filter, no frozen schema, errors raise, checksums not verified
-            True, False, False, post_header_lengths,  # optional metadata (the column names) from the table maps
+            use_checksum=True, allowed_events=wanted,
+            only_tables=None, ignored_tables=None, only_schemas=None, ignored_schemas=None,
+            freeze_schema=False, ignore_decode_errors=False, verify_checksum=False,
+            optional_meta_data=True,  # the column names come from the table maps (binlog_row_metadata=FULL)
+            enable_logging=False, use_column_name_cache=False, post_header_lengths=post_header_lengths,
         )
         if packet.event is None:
             continue
@@ -234,7 +236,7 @@ def time_reader(reader: dict, repeat: int, timeout: float) -> dict:
               "command": " ".join("binlog-codec" if arg == CODEC[-1] else arg
                                   for arg in reader["argv"] if arg not in (CODEC[0], "-c"))}
     seconds, peaks = [], []
-    load_before = _load()
+    load_before = load_average()
     try:
         for _ in range(repeat):
             with tempfile.TemporaryFile() as output:
@@ -248,18 +250,11 @@ def time_reader(reader: dict, repeat: int, timeout: float) -> dict:
         result.update(exit_status=exc.returncode, error=exc.stderr or f"exit {exc.returncode}")
     except Exception as exc:  # noqa: BLE001 - every failure is recorded
         result["error"] = f"{type(exc).__name__}: {exc}"
-    result["load_average"] = [load_before, _load()]
+    result["load_average"] = [load_before, load_average()]
     if seconds and "error" not in result:
         result.update(exit_status=0, seconds=round(min(seconds), 3), all_seconds=[round(s, 3) for s in seconds],
                       peak_rss_mb=round(max(peaks), 1))
     return result
-
-
-def _load() -> float | None:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
-        return None
 
 
 # -- in process, on a sample ------------------------------------------------------------------

@@ -5,7 +5,8 @@ Shared by ``run.py`` (the MariaDB binlog) and ``json_corpus.py`` (the synthetic 
 * :func:`run_command` runs one command with its output to /dev/null (or to a file) and returns
   its wall seconds and its peak resident memory, from the kernel's accounting of the process;
 * :func:`count_row_lines` runs a reader once more and counts the row changes it prints, by kind;
-  :func:`mariadb_binlog_row_counts` does so for ``mariadb-binlog -v``.
+  :func:`mariadb_binlog_row_counts` does so for ``mariadb-binlog -v``;
+* :func:`load_average` tells how busy the machine was around a measurement.
 """
 
 from __future__ import annotations
@@ -74,6 +75,14 @@ def run_command(argv: list[str], timeout: float, env: dict | None = None,
             errors.seek(0)
             raise CommandFailed(proc.returncode, errors.read())
     return seconds, usage.ru_maxrss / 1024
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average: other work on the machine slows every measurement down."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def count_row_lines(argv: list[str], kind_of: Callable[[bytes], str | None]) -> dict:

@@ -62,6 +62,7 @@ import backup_bench  # noqa: E402
 import json_corpus  # noqa: E402
 import make_binlog  # noqa: E402
 from measuring import CODEC, ROW_KINDS, mariadb_binlog_row_counts, run_command  # noqa: E402
+from measuring import load_average as _load  # noqa: E402
 import plot  # noqa: E402
 
 RESULTS = make_binlog.BENCH_DIR / "results.json"
@@ -448,13 +449,6 @@ def _git_commit() -> str | None:
             cwd=REPO_ROOT, capture_output=True, text=True, timeout=10,
         ).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
-        return None
-
-
-def _load() -> float | None:
-    try:
-        return round(os.getloadavg()[0], 2)
-    except OSError:
         return None
 
 
