@@ -25,6 +25,7 @@ the value. Tests check both paths give the same bytes
 (``tests/binlog_codec/test_row_text.py``).
 """
 
+import json
 from array import array
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -75,6 +76,16 @@ cdef char DIGIT_PAIRS[200]
 for _number in range(100):
     DIGIT_PAIRS[2 * _number] = 48 + _number // 10
     DIGIT_PAIRS[2 * _number + 1] = 48 + _number % 10
+# What json writes for each ASCII character it escapes (``\\"``, ``\\n``, ``\\u001f``, ...), taken from
+# json itself; ESCAPE_SIZES is 0 for the characters it writes as they are.
+cdef char ESCAPES[128][6]
+cdef Py_ssize_t ESCAPE_SIZES[128]
+for _byte in range(128):
+    _quoted = json.dumps(chr(_byte), ensure_ascii=False)
+    _escape = _quoted[1:len(_quoted) - 1].encode()
+    ESCAPE_SIZES[_byte] = len(_escape) if len(_escape) > 1 else 0
+    for _at, _char in enumerate(_escape if len(_escape) > 1 else b""):
+        ESCAPES[_byte][_at] = _char
 # The two hex digits of every byte value, one pair after the other.
 cdef char HEX_PAIRS[512]
 for _byte in range(256):
@@ -416,7 +427,6 @@ cdef int put_utf8_string(Out *out, const uint8_t *p, Py_ssize_t size) except -1:
     Returns 1 when written, 0 when the bytes are not valid UTF-8."""
     cdef Py_ssize_t i = 0, run = 0, sequence
     cdef uint8_t byte
-    cdef char escape[6]
     grow(out, size + 2)
     put_char(out, b'"')
     while i < size:
@@ -434,28 +444,7 @@ cdef int put_utf8_string(Out *out, const uint8_t *p, Py_ssize_t size) except -1:
             i += 1
             continue
         put(out, <const char *>p + run, i - run)
-        if byte == 0x22:
-            put(out, b'\\"', 2)
-        elif byte == 0x5C:
-            put(out, b"\\\\", 2)
-        elif byte == 0x0A:
-            put(out, b"\\n", 2)
-        elif byte == 0x0D:
-            put(out, b"\\r", 2)
-        elif byte == 0x09:
-            put(out, b"\\t", 2)
-        elif byte == 0x08:
-            put(out, b"\\b", 2)
-        elif byte == 0x0C:
-            put(out, b"\\f", 2)
-        else:
-            escape[0] = b'\\'
-            escape[1] = b'u'
-            escape[2] = b'0'
-            escape[3] = b'0'
-            escape[4] = HEX_DIGITS[byte >> 4]
-            escape[5] = HEX_DIGITS[byte & 15]
-            put(out, escape, 6)
+        put(out, ESCAPES[byte], ESCAPE_SIZES[byte])
         i += 1
         run = i
     put(out, <const char *>p + run, size - run)
