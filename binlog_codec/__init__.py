@@ -30,6 +30,8 @@ COMPILED_MODULES = ("wire", "values", "rows", "reader", "arrow")
 # Modules written in Cython alone (``.pyx``), built with those above. They make the same
 # output as the Python path they stand in for, and are used only when compiled() is true.
 NATIVE_MODULES = ("row_text",)
+# The C declarations the native modules share (a .pxd without a module of its own).
+NATIVE_SHARED = "image_bytes.pxd"
 
 PURE_PYTHON_VARIABLE = "BINLAKE_PURE_PYTHON"
 
@@ -65,6 +67,8 @@ def _why_not_compiled() -> str | None:
         if built is None:
             return f"{name} has no compiled module"
         sources = [_HERE / f"{name}.py", _HERE / f"{name}.pxd", _HERE / f"{name}.pyx"]
+        if name in NATIVE_MODULES:
+            sources.append(_HERE / NATIVE_SHARED)
         if any(source.exists() and source.stat().st_mtime > built.stat().st_mtime for source in sources):
             return f"the compiled {name} is older than its source (rebuild with: make setup)"
     return None

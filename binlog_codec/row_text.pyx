@@ -29,9 +29,16 @@ import json
 from array import array
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
+
+from binlog_codec.image_bytes cimport (
+    DATE, DATETIME2, DECIMAL, DOUBLE, ENUM, HEX, INT, PADDED_HEX, PYTHON, TIMESTAMP2, UTF8, YEAR,
+    ColumnPlan, DecimalGroups, Moment, Out, big_endian, civil_from_days, date_fields, datetime2_fields,
+    decimal_groups, describe_column, fraction_micro, grow, integer, prefixed, put, put_char,
+    utf8_sequence,
+)
 
 
 cdef extern from "Python.h":
@@ -42,32 +49,6 @@ cdef extern from "Python.h":
 cdef extern from "math.h":
     bint isnan(double x) nogil
     bint isinf(double x) nogil
-
-
-# Column kinds: the native descriptions of binlog_codec.values, and PYTHON for the others.
-cdef enum Kind:
-    PYTHON = 0
-    INT = 1
-    DOUBLE = 2
-    DECIMAL = 3
-    YEAR = 4
-    DATE = 5
-    DATETIME2 = 6
-    TIMESTAMP2 = 7
-    ENUM = 8
-    UTF8 = 9
-    HEX = 10
-    PADDED_HEX = 11
-
-
-cdef struct ColumnPlan:
-    int kind
-    int size      # bytes of a fixed-size value; bytes of the length of a length-prefixed one
-    int signed_   # INT: signed
-    int fsp       # DATETIME2, TIMESTAMP2: fractional digits
-    int precision # DECIMAL
-    int scale     # DECIMAL
-    int pad       # PADDED_HEX: the column's length
 
 
 cdef const char *HEX_DIGITS = b"0123456789abcdef"
@@ -91,53 +72,13 @@ cdef char HEX_PAIRS[512]
 for _byte in range(256):
     HEX_PAIRS[2 * _byte] = HEX_DIGITS[_byte >> 4]
     HEX_PAIRS[2 * _byte + 1] = HEX_DIGITS[_byte & 15]
-cdef int *DIG2BYTES = [0, 1, 1, 2, 2, 3, 3, 4, 4, 4]
-cdef uint32_t *POWERS_OF_TEN = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 1000000000]
 
 # A value this writer does not format: the caller takes the Python path.
 cdef Py_ssize_t NOT_HERE = -1
 
 
-cdef struct Out:
-    char *data
-    Py_ssize_t length
-    Py_ssize_t capacity
-
-
-cdef int grow(Out *out, Py_ssize_t more) except -1:
-    cdef Py_ssize_t wanted = out.length + more
-    cdef Py_ssize_t capacity = out.capacity if out.capacity else 65536
-    cdef char *grown
-    if wanted <= out.capacity:
-        return 0
-    while capacity < wanted:
-        capacity *= 2
-    grown = <char *>PyMem_Realloc(out.data, capacity)
-    if grown == NULL:
-        raise MemoryError()
-    out.data = grown
-    out.capacity = capacity
-    return 0
-
-
-cdef inline int put(Out *out, const char *text, Py_ssize_t size) except -1:
-    if out.length + size > out.capacity:
-        grow(out, size)
-    memcpy(out.data + out.length, text, size)
-    out.length += size
-    return 0
-
-
 cdef inline int put_bytes(Out *out, bytes text) except -1:
     return put(out, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
-
-
-cdef inline int put_char(Out *out, char c) except -1:
-    if out.length + 1 > out.capacity:
-        grow(out, 1)
-    out.data[out.length] = c
-    out.length += 1
-    return 0
 
 
 cdef int put_unsigned(Out *out, uint64_t value, int width) except -1:
@@ -170,22 +111,6 @@ cdef inline int put_signed(Out *out, int64_t value) except -1:
     return put_unsigned(out, <uint64_t>value, 1)
 
 
-cdef inline uint64_t little_endian(const uint8_t *p, int size) nogil:
-    cdef uint64_t value = 0
-    cdef int i
-    for i in range(size - 1, -1, -1):
-        value = value << 8 | p[i]
-    return value
-
-
-cdef inline uint64_t big_endian(const uint8_t *p, int size) nogil:
-    cdef uint64_t value = 0
-    cdef int i
-    for i in range(size):
-        value = value << 8 | p[i]
-    return value
-
-
 cdef int put_fraction(Out *out, uint64_t micro, int fsp) except -1:
     """``f".{micro:06d}"[:fsp + 1]``, nothing when ``fsp`` is 0 (values.py ``_fraction``)."""
     cdef char digits[24]
@@ -200,12 +125,6 @@ cdef int put_fraction(Out *out, uint64_t micro, int fsp) except -1:
             break
     put_char(out, b'.')
     return put(out, &digits[24 - n], fsp if fsp < n else n)
-
-
-cdef inline uint64_t fraction_micro(const uint8_t *p, int fsp) nogil:
-    """Microseconds of the big-endian fraction bytes of a TIME2/DATETIME2/TIMESTAMP2 value."""
-    cdef int size = (fsp + 1) // 2
-    return big_endian(p, size) * (1 if size == 3 else (100 if size == 2 else 10000))
 
 
 cdef int put_clock(Out *out, uint64_t hour, uint64_t minute, uint64_t second) except -1:
@@ -226,40 +145,22 @@ cdef int put_day(Out *out, uint64_t year, uint64_t month, uint64_t day) except -
 
 cdef int put_datetime2(Out *out, const uint8_t *p, int fsp) except -1:
     """DATETIME(fsp) as values.py ``_datetime2`` writes it. Returns 1 when written, 0 when not."""
-    cdef int64_t packed = <int64_t>big_endian(p, 5) - <int64_t>0x8000000000
-    cdef uint64_t ymd, hms, year_month
-    if packed < 0:
+    cdef Moment moment
+    if not datetime2_fields(p, fsp, &moment):
         return 0
-    ymd = <uint64_t>packed >> 17
-    hms = <uint64_t>packed & 0x1FFFF
-    year_month = ymd >> 5
     put_char(out, b'"')
-    put_day(out, year_month // 13, year_month % 13, ymd & 31)
+    put_day(out, <uint64_t>moment.year, moment.month, moment.day)
     put_char(out, b' ')
-    put_clock(out, hms >> 12, (hms >> 6) & 63, hms & 63)
-    if fsp:
-        put_fraction(out, fraction_micro(p + 5, fsp), fsp)
+    put_clock(out, moment.hour, moment.minute, moment.second)
+    put_fraction(out, moment.micro, fsp)
     put_char(out, b'"')
     return 1
-
-
-cdef void civil_from_days(int64_t days, int64_t *year, int *month, int *day) noexcept nogil:
-    """The proleptic Gregorian date ``days`` after 1970-01-01 (H. Hinnant's ``civil_from_days``)."""
-    cdef int64_t z = days + 719468
-    cdef int64_t era = (z if z >= 0 else z - 146096) // 146097
-    cdef int64_t doe = z - era * 146097
-    cdef int64_t yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
-    cdef int64_t doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
-    cdef int64_t mp = (5 * doy + 2) // 153
-    day[0] = <int>(doy - (153 * mp + 2) // 5 + 1)
-    month[0] = <int>(mp + 3 if mp < 10 else mp - 9)
-    year[0] = yoe + era * 400 + (1 if month[0] <= 2 else 0)
 
 
 cdef int put_timestamp2(Out *out, const uint8_t *p, int fsp) except -1:
     """TIMESTAMP(fsp) as values.py ``timestamp_text`` writes it: UTC, the zero timestamp kept."""
     cdef uint64_t seconds = big_endian(p, 4)
-    cdef uint64_t micro = fraction_micro(p + 4, fsp) if fsp else 0
+    cdef uint64_t micro = fraction_micro(p + 4, fsp)
     cdef int64_t year
     cdef int month, day
     put_char(out, b'"')
@@ -331,83 +232,28 @@ cdef int put_double(Out *out, const uint8_t *p) except -1:
 cdef int put_decimal(Out *out, const uint8_t *p, int precision, int scale) except -1:
     """A binary DECIMAL (``decimal2bin``) as values.py writes it: ``format(Decimal, "f")`` in
     quotes. Returns 1 when written, 0 when a digit group is out of its range."""
-    cdef uint8_t raw[40]
-    cdef uint32_t groups[16]
-    cdef int digits[16]
-    cdef int integral = precision - scale
-    cdef int count = 0, integral_groups, size = 0, at = 0, i, g, width
-    cdef bint negative, started = False
-    if integral % 9:
-        digits[count] = integral % 9
-        count += 1
-    for i in range(integral // 9):
-        digits[count] = 9
-        count += 1
-    integral_groups = count
-    for i in range(scale // 9):
-        digits[count] = 9
-        count += 1
-    if scale % 9:
-        digits[count] = scale % 9
-        count += 1
-    for g in range(count):
-        size += DIG2BYTES[digits[g]]
-    if not 0 < size <= 40:
+    cdef DecimalGroups decimal
+    cdef int g
+    cdef bint started = False
+    if not decimal_groups(p, precision, scale, &decimal):
         return 0
-    memcpy(raw, p, size)
-    negative = not (raw[0] & 0x80)
-    raw[0] ^= 0x80
-    if negative:
-        for i in range(size):
-            raw[i] ^= 0xFF
-    for g in range(count):
-        width = DIG2BYTES[digits[g]]
-        groups[g] = <uint32_t>big_endian(raw + at, width)
-        at += width
-        if groups[g] >= POWERS_OF_TEN[digits[g]]:
-            return 0
     put_char(out, b'"')
-    if negative:
+    if decimal.negative:
         put_char(out, b'-')
-    for g in range(integral_groups):
+    for g in range(decimal.integral):
         if started:
-            put_unsigned(out, groups[g], digits[g])
-        elif groups[g]:
-            put_unsigned(out, groups[g], 1)
+            put_unsigned(out, decimal.groups[g], decimal.digits[g])
+        elif decimal.groups[g]:
+            put_unsigned(out, decimal.groups[g], 1)
             started = True
     if not started:
         put_char(out, b'0')
     if scale:
         put_char(out, b'.')
-        for g in range(integral_groups, count):
-            put_unsigned(out, groups[g], digits[g])
+        for g in range(decimal.integral, decimal.count):
+            put_unsigned(out, decimal.groups[g], decimal.digits[g])
     put_char(out, b'"')
     return 1
-
-
-cdef inline int continuation(uint8_t byte) nogil:
-    return (byte & 0xC0) == 0x80
-
-
-cdef Py_ssize_t utf8_sequence(const uint8_t *p, Py_ssize_t left) nogil:
-    """The length of the UTF-8 sequence at ``p`` as Python's strict decoder accepts it
-    (no overlong forms, no surrogates, nothing past U+10FFFF); 0 when it is not one."""
-    cdef uint8_t first = p[0]
-    if 0xC2 <= first <= 0xDF:
-        return 2 if left >= 2 and continuation(p[1]) else 0
-    if 0xE0 <= first <= 0xEF:
-        if left < 3 or not continuation(p[1]) or not continuation(p[2]):
-            return 0
-        if (first == 0xE0 and p[1] < 0xA0) or (first == 0xED and p[1] > 0x9F):
-            return 0
-        return 3
-    if 0xF0 <= first <= 0xF4:
-        if left < 4 or not continuation(p[1]) or not continuation(p[2]) or not continuation(p[3]):
-            return 0
-        if (first == 0xF0 and p[1] < 0x90) or (first == 0xF4 and p[1] > 0x8F):
-            return 0
-        return 4
-    return 0
 
 
 cdef inline bint plain_ascii_word(const uint8_t *p) noexcept nogil:
@@ -497,40 +343,11 @@ cdef class TextPlan:
         self.keys = [(encode(name) + ": ").encode() for name in plan.names]
         self.extras = []
         for index, (layout, decoder) in enumerate(zip(plan.layouts, plan.decoders)):
-            self.extras.append(self._describe(&self.columns[index], layout, decoder))
-
-    cdef object _describe(self, ColumnPlan *column, object layout, object decoder):
-        """Fill ``column`` from a layout's native description; returns the column's extra."""
-        native = getattr(layout, "native", None)
-        column.kind = PYTHON
-        column.size = layout.size if native is not None and isinstance(layout, tuple) else 0
-        if native is None:
-            return decoder
-        name = native[0]
-        if name == "int":
-            column.kind, column.size, column.signed_ = INT, native[1], native[2]
-        elif name == "double":
-            column.kind = DOUBLE
-        elif name == "decimal":
-            column.kind, column.precision, column.scale = DECIMAL, native[1], native[2]
-        elif name == "year":
-            column.kind = YEAR
-        elif name == "date":
-            column.kind = DATE
-        elif name == "datetime2":
-            column.kind, column.fsp = DATETIME2, native[1]
-        elif name == "timestamp2":
-            column.kind, column.fsp = TIMESTAMP2, native[1]
-        elif name == "enum":
-            column.kind, column.size = ENUM, native[1]
-            return [self.encode(label).encode() for label in native[2]]
-        elif name == "utf8":
-            column.kind, column.size = UTF8, native[1]
-        elif name == "hex":
-            column.kind, column.size = HEX, native[1]
-        elif name == "padded_hex":
-            column.kind, column.size, column.pad = PADDED_HEX, native[1], native[2]
-        return decoder
+            native = describe_column(&self.columns[index], layout)
+            if self.columns[index].kind == ENUM:  # its labels, as JSON strings
+                self.extras.append([self.encode(label).encode() for label in native[2]])
+            else:
+                self.extras.append(decoder)
 
     cdef object columns_of(self, object bitmap):
         """The columns a column bitmap (WL#5092) selects, as an ``array('i')``, once per bitmap."""
@@ -545,35 +362,29 @@ cdef class TextPlan:
         """Write column ``index``'s value at ``at``; returns the offset after it, or NOT_HERE."""
         cdef ColumnPlan *column = &self.columns[index]
         cdef int kind = column.kind
-        cdef uint64_t raw, length
-        cdef Py_ssize_t start
+        cdef uint64_t raw
+        cdef Moment day
+        cdef Py_ssize_t start, length
         if kind == PYTHON:
             return self.python_value(out, data, at, index)
         if kind == UTF8 or kind == HEX or kind == PADDED_HEX:
-            start = at + column.size
-            if start > end:
-                return NOT_HERE
-            length = little_endian(p + at, column.size)
-            if <uint64_t>(end - start) < length:
+            length = prefixed(p, at, end, column.size, &start)
+            if length < 0:
                 return NOT_HERE
             if kind == UTF8:
-                if not put_utf8_string(out, p + start, <Py_ssize_t>length):
+                if not put_utf8_string(out, p + start, length):
                     return NOT_HERE
             else:
-                put_hex(out, p + start, <Py_ssize_t>length,
-                        column.pad - <Py_ssize_t>length if kind == PADDED_HEX and column.pad > <Py_ssize_t>length else 0)
-            return start + <Py_ssize_t>length
+                put_hex(out, p + start, length, column.pad - length if kind == PADDED_HEX and column.pad > length else 0)
+            return start + length
         if at + column.size > end:
             return NOT_HERE
         p += at
         if kind == INT:
-            raw = little_endian(p, column.size)
-            if column.signed_ and column.size < 8 and raw >> (8 * column.size - 1):
-                raw |= ~((<uint64_t>1 << (8 * column.size)) - 1)
             if column.signed_:
-                put_signed(out, <int64_t>raw)
+                put_signed(out, integer(p, column.size, True))
             else:
-                put_unsigned(out, raw, 1)
+                put_unsigned(out, <uint64_t>integer(p, column.size, False), 1)
         elif kind == DOUBLE:
             put_double(out, p)
         elif kind == DECIMAL:
@@ -582,9 +393,9 @@ cdef class TextPlan:
         elif kind == YEAR:
             put_unsigned(out, 1900 + p[0] if p[0] else 0, 1)
         elif kind == DATE:
-            raw = little_endian(p, 3)
+            date_fields(p, &day)
             put_char(out, b'"')
-            put_day(out, raw >> 9, (raw >> 5) & 15, raw & 31)
+            put_day(out, <uint64_t>day.year, day.month, day.day)
             put_char(out, b'"')
         elif kind == DATETIME2:
             if not put_datetime2(out, p, column.fsp):
@@ -592,7 +403,7 @@ cdef class TextPlan:
         elif kind == TIMESTAMP2:
             put_timestamp2(out, p, column.fsp)
         elif kind == ENUM:
-            raw = little_endian(p, column.size)
+            raw = <uint64_t>integer(p, column.size, False)
             labels = <list>self.extras[index]
             if raw == 0:
                 put(out, b'""', 2)
