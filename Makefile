@@ -3,7 +3,8 @@
 #   make demo    set up, then ingest the bundled sample binlogs with the Airflow DAG
 #   make test    set up, then run the test suite
 #   make airflow set up, then start a private Airflow with the binlake view
-#   make bench   set up, then run the benchmark (writes a JSON result file)
+#   make bench   set up, then run the benchmark (writes a JSON result file);
+#                BENCH_ARGS holds options for benchmarks/run.py
 #   make lock    re-resolve requirements.in into requirements.lock
 #   make clean   remove the virtual environment and caches
 
@@ -41,7 +42,8 @@ help:
 	@echo "make demo    ingest the sample binlogs from a local S3 server with the Airflow DAG"
 	@echo "make test    run the test suite"
 	@echo "make airflow start a private Airflow (UI with the binlake view)"
-	@echo "make bench   run the benchmark"
+	@echo "make bench   run the benchmark; options of benchmarks/run.py in BENCH_ARGS, e.g."
+	@echo "             make bench BENCH_ARGS='--only \"binlog-codec rows\" --repeat 1'"
 	@echo "make fuzz    fuzz every decoder, FUZZ_SECONDS (600) each"
 	@echo "make lock    re-resolve requirements.in into requirements.lock"
 	@echo "make clean   remove .venv and caches"
@@ -108,8 +110,11 @@ test: setup mariadb chromium
 demo: setup
 	bash infra/demo.sh
 
+# Options of benchmarks/run.py, passed through the shell as written (quote names
+# with spaces): make bench BENCH_ARGS='--only "binlog-codec rows" --repeat 1'
+BENCH_ARGS ?=
 bench: setup mariadb
-	$(VPY) benchmarks/run.py
+	$(VPY) benchmarks/run.py $(BENCH_ARGS)
 
 # A private Airflow in the background (state in .infra/airflow); stop it with
 # infra/airflow.sh stop .infra/airflow.
