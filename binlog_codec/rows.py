@@ -129,6 +129,7 @@ class DecodingPlan:
         round_trips: charsets.RoundTrips | None = None,
     ) -> None:
         self.table = table
+        self.flavour = flavour
         self.names = [column.display_name for column in table.columns]
         self.layouts = [
             value_layout(column, flavour, assumed_collation, self._round_trip(column, flavour, round_trips))
@@ -417,12 +418,18 @@ def read_rows(
     stay bytes. Without it such values stay bytes. ``versions`` is the table-version cache to
     use; pass one to read its charset round-trip checks afterwards.
     """
-    for event, mapped, plan, gtid in rows_events(
+    for rows in rows_events(
         path, flavour=flavour, database=database, table=table, assume_charset=assume_charset,
         versions=versions, **reader_options,
     ):
-        for change in decode_rows(event, plan):
-            yield RowRecord(
-                event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,
-                gtid, event.header.timestamp, change, event.inner_offset, mapped,
-            )
+        yield from event_records(rows)
+
+
+def event_records(rows: RowsOfTable):
+    """The row changes of one rows event, as :class:`RowRecord`; errors are located at the event."""
+    event, mapped, plan, gtid = rows
+    for change in decode_rows(event, plan):
+        yield RowRecord(
+            event.file, event.pos, change.row_index, change.kind, mapped.database, mapped.table,
+            gtid, event.header.timestamp, change, event.inner_offset, mapped,
+        )

@@ -8,8 +8,9 @@ then holds::
 
     images/<db>/<table>/schema_id=<id>/part-<file>-<start>-<end>.parquet
         the row changes of one table version in one split, in log order, as
-        binlog_codec.arrow.ImageBatchBuilder builds them (the warehouse's change
-        columns, _schema_id and _binlog_inner_offset included)
+        binlog_codec.table_batches.TableBatches builds them, a rows event at a
+        time (the warehouse's change columns, _schema_id and _binlog_inner_offset
+        included)
     transactions/part-<file>-<start>-<end>.parquet
         one row per transaction of the split (TRANSACTION_SCHEMA): file, start
         and end position, GTID, XID, commit time (the timestamp of the XID or
@@ -69,17 +70,18 @@ import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlog_codec import errors
-from binlog_codec.arrow import TABLE_SCHEMA, Commit, UNSIGNED_BIGINT, ImageBatchBuilder, binlog_seq, table_schema_row
+from binlog_codec.arrow import TABLE_SCHEMA, Commit, UNSIGNED_BIGINT, binlog_seq, table_schema_row
 from binlog_codec.event_types import EventType
 from binlog_codec.events import decode as decode_event
 from binlog_codec.reader import BinlogReader, EventHeader
-from binlog_codec.rows import RowRecord, TableVersions
+from binlog_codec.rows import RowsOfTable, TableVersions
+from binlog_codec.table_batches import TableBatches
 from binlog_codec.table_map import TableMap
 from binlog_codec.transactions import Transaction
 
 from .gc_pause import paused_gc
 from .layout import path_part
-from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_rows, split_transactions
+from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_events, split_transactions
 from .task_cpus import fit_to_task
 
 log = logging.getLogger(__name__)
@@ -188,12 +190,12 @@ class _VersionFile:
     """The Parquet file of one table version's rows in one split, written in batches."""
 
     def __init__(self, table: TableMap, split: Split, work_dir: Path, batch_rows: int) -> None:
-        self.builder = ImageBatchBuilder(table, split.flavour)
+        self.batches = TableBatches(table, split.flavour)
         self.table = table
         self.flavour = split.flavour
         self.relative = "/".join([
             IMAGES, path_part(table.database), path_part(table.table),
-            f"schema_id={self.builder.schema_id}", f"part-{split.stem}.parquet",
+            f"schema_id={self.batches.schema_id}", f"part-{split.stem}.parquet",
         ])
         self.target = work_dir / self.relative
         self.temporary = self.target.with_name(f"{self.target.name}.{uuid.uuid4().hex}.tmp")
@@ -203,20 +205,23 @@ class _VersionFile:
         self.last: tuple[int, int | None] | None = None
         self._writer: pq.ParquetWriter | None = None
 
-    def append(self, record: RowRecord, commit: Commit | None) -> None:
-        self.builder.append(record, commit)
-        self.rows += 1
-        self.last = (record.pos, record.inner_offset)
-        if self.first is None:
-            self.first = self.last
-        if len(self.builder) >= self.batch_rows:
+    def append(self, rows: RowsOfTable, commit: Commit | None) -> int:
+        """Add the rows of one rows event; how many it holds."""
+        added = self.batches.add(rows, commit)
+        if added:
+            self.rows += added
+            self.last = (rows.event.pos, rows.event.inner_offset)
+            if self.first is None:
+                self.first = self.last
+        if len(self.batches) >= self.batch_rows:
             self._write()
+        return added
 
     def _write(self) -> None:
         if self._writer is None:
             self.target.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self.temporary, self.builder.schema)
-        self._writer.write_batch(self.builder.flush())
+            self._writer = pq.ParquetWriter(self.temporary, self.batches.schema)
+        self._writer.write_table(self.batches.flush())
 
     def close(self) -> dict[str, Any]:
         """Write the rest, put the file in place; its entry of the task summary."""
@@ -226,7 +231,7 @@ class _VersionFile:
         return {
             "database": self.table.database,
             "table": self.table.table,
-            "schema_id": self.builder.schema_id,
+            "schema_id": self.batches.schema_id,
             "rows": self.rows,
             "path": self.relative,
             "first_pos": self.first[0],
@@ -252,15 +257,16 @@ class _ImageFiles:
         self._by_map: dict[int, tuple[TableMap, _VersionFile]] = {}  # the map is kept so its id stays its own
         self._by_schema: dict[str, _VersionFile] = {}
 
-    def append(self, record: RowRecord, commit: Commit | None) -> None:
-        found = self._by_map.get(id(record.table_map))
+    def append(self, rows: RowsOfTable, commit: Commit | None) -> int:
+        """Add the rows of one rows event to its table version's file; how many it holds."""
+        found = self._by_map.get(id(rows.table))
         if found is None:
-            found = self._by_map[id(record.table_map)] = (record.table_map, self._file(record.table_map))
-        found[1].append(record, commit)
+            found = self._by_map[id(rows.table)] = (rows.table, self._file(rows.table))
+        return found[1].append(rows, commit)
 
     def _file(self, table: TableMap) -> _VersionFile:
         candidate = _VersionFile(table, self.split, self.work_dir, self.batch_rows)
-        return self._by_schema.setdefault(candidate.builder.schema_id, candidate)
+        return self._by_schema.setdefault(candidate.batches.schema_id, candidate)
 
     def close(self) -> list[dict[str, Any]]:
         return [version.close() for version in self._by_schema.values()]
@@ -300,12 +306,17 @@ class _TransactionIndex:
         self._commit_of = [_commit(self.commits.get(t.end)) for t in self.transactions]
         self._current = 0
 
-    def count(self, record: RowRecord) -> Commit | None:
-        """Count ``record`` in its transaction; the transaction's :class:`Commit`, when it has one."""
-        while record.pos >= self.transactions[self._current].end:
+    def commit_at(self, position: int) -> Commit | None:
+        """The :class:`Commit` of the transaction holding the event at ``position``, when it has
+        one; that transaction is the one :meth:`count` counts in (positions come in log order)."""
+        while position >= self.transactions[self._current].end:
             self._current += 1
-        self.counts[self._current][(record.database, record.table)] += 1
         return self._commit_of[self._current]
+
+    def count(self, table: TableMap, rows: int) -> None:
+        """Count ``rows`` row changes of ``table`` in the transaction of the last :meth:`commit_at`."""
+        if rows:
+            self.counts[self._current][(table.database, table.table)] += rows
 
     def rows(self) -> list[dict[str, Any]]:
         name, seq = self.split.file_name, binlog_seq(self.split.path)
@@ -373,8 +384,8 @@ def decode_split(split: Split, work_dir: str | os.PathLike[str], batch_rows: int
     try:
         index = _TransactionIndex(split)
         with paused_gc():
-            for record in split_rows(split, versions=versions):
-                images.append(record, index.count(record))
+            for rows in split_events(split, versions=versions):
+                index.count(rows.table, images.append(rows, index.commit_at(rows.event.pos)))
         summary["versions"] = images.close()
         summary["charset_checks"] = versions.round_trips.rows()
         summary["transactions_path"] = index.write(work)

@@ -33,9 +33,11 @@ first). A file that ends inside an *event* is not a file being written but a
 broken one: the scan raises the reader's located
 :class:`~binlog_codec.errors.TruncatedError`.
 
-:func:`split_rows` and :func:`split_transactions` read one split, as the
-executors do: the row changes of :func:`~binlog_codec.rows.read_rows` and the
-transactions of the scan whose position is inside the split. Decoding every
+:func:`split_events`, :func:`split_rows` and :func:`split_transactions` read
+one split, as the executors do: the rows events of
+:func:`~binlog_codec.rows.rows_events` (their row changes, as
+:func:`~binlog_codec.rows.read_rows` gives them) and the transactions of the
+scan whose position is inside the split. Decoding every
 split of a file in order gives exactly ``read_rows`` of the file's complete
 part (the flavour, which ``read_rows`` takes from the file's first format
 description, is carried by the split).
@@ -53,7 +55,7 @@ from binlog_codec.errors import BinlogError
 from binlog_codec.event_types import EventType
 from binlog_codec.events import decode
 from binlog_codec.reader import BinlogReader, FormatDescription
-from binlog_codec.rows import RowRecord, read_rows
+from binlog_codec.rows import RowRecord, RowsOfTable, event_records, rows_events
 from binlog_codec.transactions import Transaction, scan_transactions
 
 log = logging.getLogger(__name__)
@@ -298,14 +300,20 @@ def balanced_target(
 # -- reading a split ------------------------------------------------------------------
 
 
-def split_rows(split: Split, **options) -> Iterator[RowRecord]:
-    """The row changes of ``split``, in log order, as :func:`~binlog_codec.rows.read_rows` reads them."""
-    records = read_rows(
+def split_events(split: Split, **options) -> Iterator[RowsOfTable]:
+    """The rows events of ``split``, in log order, as :func:`~binlog_codec.rows.rows_events` reads them."""
+    events = rows_events(
         split.path, flavour=split.flavour, start_position=split.read_from, stop_position=split.end, **options
     )
-    for record in records:
-        if record.pos >= split.start:
-            yield record
+    for rows in events:
+        if rows.event.pos >= split.start:
+            yield rows
+
+
+def split_rows(split: Split, **options) -> Iterator[RowRecord]:
+    """The row changes of ``split``, in log order, as :func:`~binlog_codec.rows.read_rows` reads them."""
+    for rows in split_events(split, **options):
+        yield from event_records(rows)
 
 
 def split_transactions(split: Split) -> Iterator[Transaction]:
