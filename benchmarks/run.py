@@ -379,7 +379,8 @@ BENCHMARKS: list[dict] = [
     {
         "name": ARROW,
         "argv": [sys.executable, str(HERE / "arrow_decode.py"), "{file}"],
-        "what": "read_rows into one Arrow ImageBatchBuilder per table version, batches of 65536 rows, dropped",
+        "what": "rows events into one Arrow TableBatches per table version (compiled: in C), "
+                "tables of 65536 rows, dropped",
     },
     {
         "name": READ_ROWS,

@@ -203,10 +203,12 @@ cdef class ColumnBuffers:
         self.length += count
         return True
 
-    cdef int struct_row(self, bint valid) except -1:
-        """The next STRUCT row: valid or null (its children get a value or a null each)."""
-        put_char(&self.validity, valid)
-        self.length += 1
+    cdef int struct_rows(self, bint valid, Py_ssize_t count) except -1:
+        """The next ``count`` STRUCT rows: valid or null (their children get a value or a null each)."""
+        grow(&self.validity, count)
+        memset(self.validity.data + self.validity.length, valid, count)
+        self.validity.length += count
+        self.length += count
         return 0
 
     cdef int null(self) except -1:
@@ -225,9 +227,26 @@ cdef class ColumnBuffers:
         return 0
 
     cdef int nulls(self, Py_ssize_t count) except -1:
+        """``count`` nulls at once."""
         cdef Py_ssize_t i
-        for i in range(count):
-            self.null()
+        cdef int32_t end
+        if self.layout == OBJECTS:
+            self.objects.extend([None] * count)
+        else:
+            grow(&self.validity, count)
+            memset(self.validity.data + self.validity.length, 0, count)
+            self.validity.length += count
+        if self.layout == FIXED:
+            grow(&self.values, count * self.width)
+            memset(self.values.data + self.values.length, 0, count * self.width)
+            self.values.length += count * self.width
+        elif self.layout == VARIABLE:
+            end = <int32_t>self.data.length
+            grow(&self.values, 4 * count)
+            for i in range(count):
+                memcpy(self.values.data + self.values.length + 4 * i, &end, 4)
+            self.values.length += 4 * count
+        self.length += count
         return 0
 
     cdef int truncate(self, Py_ssize_t length) except -1:
@@ -329,10 +348,10 @@ cdef class ImageBuffers:
         return [buffers.array() for buffers in self.buffers]
 
     cdef Py_ssize_t image(self, object data, const uint8_t *p, Py_ssize_t at, Py_ssize_t end,
-                          const int[::1] present) except -2:
+                          const int *present, Py_ssize_t count) except -2:
         """One image at ``at`` (null bitmap, then values) appended, a null for each column it does
         not carry; the offset after it, or NOT_HERE."""
-        cdef Py_ssize_t count = present.shape[0], position
+        cdef Py_ssize_t position
         cdef int index, next_column = 0
         cdef const uint8_t *null_bits = p + at
         at += (count + 7) // 8
@@ -510,9 +529,9 @@ cdef str _name(str path):
 cdef object _empty_lists(list_type, Py_ssize_t length):
     """``length`` empty lists (or maps) of ``list_type``."""
     if isinstance(list_type, pa.MapType):
-        entries = pa.array([], type=pa.struct([list_type.key_field, list_type.item_field]))
+        entries = pa.nulls(0, pa.struct([list_type.key_field, list_type.item_field]))
     else:
-        entries = pa.array([], type=list_type.value_type)
+        entries = pa.nulls(0, list_type.value_type)
     offsets = pa.py_buffer(bytes(4 * (length + 1)))
     return pa.Array.from_buffers(list_type, length, [None, offsets], children=[entries])
 
@@ -604,6 +623,8 @@ cdef class ArrowRows:
     cdef Py_ssize_t image_rows(self, event) except -2:
         """The images of every row of ``event`` appended; how many rows, or -1."""
         cdef const uint8_t[::1] view
+        cdef const int[::1] before, after
+        cdef const uint8_t *p
         cdef Py_ssize_t at = 0, end, added = 0
         cdef bint insert = event.kind == "insert", delete = event.kind == "delete"
         data = event.rows
@@ -611,24 +632,25 @@ cdef class ArrowRows:
         end = view.shape[0]
         if end == 0:
             return 0
+        p = &view[0]
         before = self.columns_of(event.columns_before)
         after = before if event.columns_after is None else self.columns_of(event.columns_after)
         while at < end:
             if insert:
-                at = self.after.image(data, &view[0], at, end, before)
-                self.before.nulls(1)
+                at = self.after.image(data, p, at, end, &before[0], before.shape[0])
             else:
-                at = self.before.image(data, &view[0], at, end, before)
-                if at == NOT_HERE:
-                    return -1
-                if delete:
-                    self.after.nulls(1)
-                else:
-                    at = self.after.image(data, &view[0], at, end, after)
+                at = self.before.image(data, p, at, end, &before[0], before.shape[0])
+                if at != NOT_HERE and not delete:
+                    at = self.after.image(data, p, at, end, &after[0], after.shape[0])
             if at == NOT_HERE:
                 return -1
-            self.before_rows.struct_row(not insert)
             added += 1
+        # the image an insert or a delete has not: nulls, and the struct of the before-image's
+        if insert:
+            self.before.nulls(added)
+        elif delete:
+            self.after.nulls(added)
+        self.before_rows.struct_rows(not insert, added)
         return added
 
     cdef int truncate(self, Py_ssize_t length) except -1:
