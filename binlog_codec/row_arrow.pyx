@@ -28,6 +28,8 @@ of the event and returns -1: the caller decodes that event through the Python
 path. Tests check both give the same batches (``tests/binlog_codec/test_row_arrow.py``).
 """
 
+cimport cython
+
 from array import array
 from pathlib import PurePath
 
@@ -91,6 +93,7 @@ cdef inline uint64_t truncated_micro(uint64_t micro, int fsp) noexcept nogil:
     return micro - micro % unit
 
 
+@cython.final
 cdef class ColumnBuffers:
     """The Arrow array of one column being built (see :class:`Layout`)."""
 
@@ -300,6 +303,7 @@ cdef object _buffer(Out *out):
     return pa.py_buffer(PyBytes_FromStringAndSize(out.data, out.length))
 
 
+@cython.final
 cdef class ImageBuffers:
     """The buffers of every column of an image (the after-image's top-level columns, or the
     ``_before`` struct's children), and how to read each column's bytes into them."""
@@ -536,6 +540,7 @@ cdef object _empty_lists(list_type, Py_ssize_t length):
     return pa.Array.from_buffers(list_type, length, [None, offsets], children=[entries])
 
 
+@cython.final
 cdef class ArrowRows:
     """Rows events of one table version into record batches of its
     :func:`~binlog_codec.arrow.image_schema`, exactly as
