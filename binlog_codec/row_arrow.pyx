@@ -46,7 +46,7 @@ from binlog_codec.image_bytes cimport (
     decimal_groups, describe_column, fraction_micro, grow, integer, prefixed, put, put_char, valid_utf8,
 )
 
-from .arrow import CHANGE_COLUMNS, OPERATIONS, UnrepresentableValue, binlog_seq
+from .arrow import CHANGE_COLUMNS, OPERATIONS, binlog_seq
 
 
 cdef extern from *:
