@@ -78,7 +78,9 @@ mariadb:
 
 # Build the virtual environment from the lock file. A changed lock file gives
 # a new stamp name, and the environment is rebuilt from scratch so that it
-# holds exactly what the lock lists.
+# holds exactly what the lock lists. Modules are compiled to bytecode at install
+# time, so that no process (a Spark worker, an Airflow task) compiles them at
+# import, even where bytecode is never written (PYTHONDONTWRITEBYTECODE).
 $(LOCK_STAMP):
 	@test -n "$(LOCK_SHA)" || { echo "$(LOCK) is missing"; exit 1; }
 	@echo "==> building $(VENV) from $(LOCK)"
@@ -86,11 +88,11 @@ $(LOCK_STAMP):
 	$(PYTHON) -m venv $(VENV)
 	@start=$$(date +%s); \
 	if $(VPY) -m pip install -q "uv==$(UV_VERSION)" && \
-	   $(VENV)/bin/uv pip install --python $(VPY) -r $(LOCK); then \
+	   $(VENV)/bin/uv pip install --compile-bytecode --python $(VPY) -r $(LOCK); then \
 	  :; \
 	else \
 	  echo "==> uv unavailable or failed, installing with pip"; \
-	  $(VPY) -m pip install -r $(LOCK) || exit 1; \
+	  $(VPY) -m pip install --compile -r $(LOCK) || exit 1; \
 	fi; \
 	echo "==> dependencies installed in $$(( $$(date +%s) - start ))s"
 	touch $@
