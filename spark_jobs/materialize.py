@@ -488,7 +488,8 @@ class _Fold:
         self._columns_of = functools.lru_cache(maxsize=None)(self._columns)
         self.states: dict[tuple, list[_Entry]] = {}
         self.out_pointers = np.full((self.n, self.m), -1, dtype=np.int64)  # per output row, per column
-        self.lone = np.zeros(self.n, dtype=bool)  # inserts of a key no other row names
+        self.settled = np.zeros(self.n, dtype=bool)  # rows the row loop skips: their output is set at once
+        self.settled_final = np.zeros(self.n, dtype=bool)  # those of them that are their key's latest row
         self.out_stale: dict[int, set[int]] = {}
 
     # -- inputs ---------------------------------------------------------------
@@ -501,6 +502,7 @@ class _Fold:
         exists = self.table.column(BEFORE).is_valid().to_numpy(zero_copy_only=False)
         known[:, self.key_index] |= exists[:, None]  # the PKE is in every before-image
         known &= self.in_version[self.versions]
+        self.known_before = known
         ids, patterns = _row_patterns(known)
         self.known_before_ids = ids.tolist()
         self.known_before_patterns = [np.flatnonzero(row).tolist() for row in patterns]
@@ -629,9 +631,8 @@ class _Fold:
         self._emit(r, pointers, stale)
 
     def _lone_inserts(self, versions: list[int], prior: list[bool]) -> None:
-        """Mark the inserts of a key no other row names (most rows of a large run): each is its
-        key's whole story, its output its own after-image, set for all of them at once; the row
-        loop skips them."""
+        """Settle the inserts of a key no other row names: each is its key's whole story, its output
+        its own after-image, set for all of them at once (the general case of :meth:`_settle`)."""
         named = [
             self.keys_after[r] if prior[r] or op in INSERTS else self.keys_before[r] for r, op in enumerate(self.ops)
         ]
@@ -644,14 +645,85 @@ class _Fold:
         for (version, present, partial), rows in shapes.items():
             whole, _, _ = self._columns_of(version, present, partial)
             rows = np.asarray(rows)
-            self.lone[rows] = True
+            self.settled[rows] = self.settled_final[rows] = True
             self.out_pointers[np.ix_(rows, whole)] = rows[:, None]
+
+    def _image_shapes(self) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+        """Per row, the id of its (table version, present columns, partial columns), and the distinct ones."""
+        present, partial = np.asarray(self.present_ids) + 1, np.asarray(self.partial_ids) + 1  # a null list is -1
+        combined = (self.versions * (len(self.present_shapes) + 1) + present) * (len(self.partial_shapes) + 1) + partial
+        ids, _ = _dense_ids(pa.array(combined))
+        firsts = np.zeros(ids.max(initial=-1) + 1, dtype=np.int64)
+        firsts[ids[::-1]] = np.arange(self.n)[::-1]  # each id's first row (the reversed assignments' last)
+        return ids, [(int(self.versions[r]), self.present_ids[r], self.partial_ids[r]) for r in firsts.tolist()]
+
+    def _settle(self) -> bool:
+        """Under a primary key, settle at once every row whose output is its own and whose key no
+        other kind of row names; False (nothing settled) when the key's types have no exact
+        vectorized equality (:func:`key_ids`).
+
+        A row's output is its own when it is a row of ``current``, an insert, an update whose
+        after-image carries every column of its version as a whole value, or a delete whose
+        before-image knows every column; and it keeps its key (an update's key before and after
+        are equal). The keys any other row names (before or after) are left to the row loop, with
+        every row that names them; every other key's rows are settled here, its latest row (if not
+        a delete) final.
+        """
+        shape_ids, shapes = self._image_shapes()
+        columns = [self._columns_of(*shape) for shape in shapes]
+        masks = self.in_version
+        whole = np.zeros((len(shapes), self.m), dtype=bool)
+        for number, (columns_whole, _, _) in enumerate(columns):
+            whole[number, columns_whole] = True
+        carried = np.array([key_present for _, _, key_present in columns], dtype=bool).reshape(len(shapes), -1)
+        ops = self.table.column(OP)
+        prior = self.prior
+        update = _flags(pc.equal(ops, UPDATE)) & ~prior
+        delete = _flags(pc.equal(ops, DELETE)) & ~prior
+        named, after = [], []
+        for k, j in enumerate(self.key_index):
+            named.append(_choose(update | delete, self.before[j], self.after[j]))
+            after.append(_choose(delete | (update & ~carried[shape_ids, k]), self.before[j], self.after[j]))
+        ids = key_ids([pa.concat_arrays([a, b]) for a, b in zip(named, after)])
+        if ids is None:
+            return False
+        named_id, after_id = ids[: self.n], ids[self.n :]
+        version_mask = masks[self.versions]
+        whole_rows = whole[shape_ids]
+        known_rows = self.known_before
+        own = ~(update | delete)
+        own |= update & ~(version_mask & ~whole_rows).any(axis=1)
+        own |= delete & ~(version_mask & ~known_rows).any(axis=1)
+        dependent = ~own | (update & (named_id != after_id))
+        looped = np.zeros(ids.max(initial=-1) + 1, dtype=bool)
+        looped[named_id[dependent]] = looped[after_id[dependent]] = True
+        settled = ~(looped[named_id] | looped[after_id])
+        self._settle_rows(settled, prior, delete, version_mask, whole_rows)
+        last = _last_of_each(named_id, np.flatnonzero(settled))
+        self.settled_final[last[~delete[last]]] = True
+        return True
+
+    def _settle_rows(self, settled: np.ndarray, prior: np.ndarray, delete: np.ndarray, version_mask: np.ndarray,
+                     whole_rows: np.ndarray) -> None:
+        """The outputs of settled rows: a ``current`` row itself (its incomplete columns stay so), a
+        delete its before-image, any other its after-image's whole values."""
+        self.settled |= settled
+        rows = np.arange(self.n)[:, None]
+        from_after = (settled & ~delete)[:, None] & np.where(prior[:, None], version_mask, whole_rows)
+        from_before = (settled & delete)[:, None] & version_mask
+        self.out_pointers = np.where(from_after, rows, np.where(from_before, self.n + rows, self.out_pointers))
+        for r in np.flatnonzero(settled & prior & (np.asarray(self.incomplete_ids) >= 0)).tolist():
+            names = self.incomplete_shapes[self.incomplete_ids[r]]
+            stale = {self.index[name] for name in names if name in self.index}
+            if stale:
+                self.out_stale[r] = stale
 
     def run(self) -> None:
         handlers = {**dict.fromkeys(INSERTS, self._insert), UPDATE: self._update, DELETE: self._delete}
         versions, prior, ops = self.versions.tolist(), self.prior.tolist(), self.ops
-        self._lone_inserts(versions, prior)
-        for r in np.flatnonzero(~self.lone).tolist():
+        if not (self.plan.unique and self._settle()):
+            self._lone_inserts(versions, prior)
+        for r in np.flatnonzero(~self.settled).tolist():
             if prior[r]:
                 self._current_row(r, versions[r])
             else:
@@ -710,7 +782,7 @@ class _Fold:
     def output(self) -> pa.Table:
         """The output rows: every change, and the ``current`` rows that stayed the latest of their key."""
         pointers = self.out_pointers
-        final = self.lone.copy()
+        final = self.settled_final.copy()
         final[[entry.out for entries in self.states.values() for entry in entries]] = True
         arrays, names = self._image_columns(pointers), list(self.plan.image)
         computed = {INCOMPLETE: self._incomplete(pointers), UNREPRESENTABLE: self._unrepresentable(pointers)}
@@ -723,6 +795,43 @@ class _Fold:
         arrays += [self._commit_dates(), pa.array(final), pa.array(self.prior)]
         names += [COMMIT_DATE, FINAL, PRIOR]
         return _where(pa.Table.from_arrays(arrays, names=names), ~self.prior | final)
+
+
+def _choose(condition: np.ndarray, yes: pa.Array, no: pa.Array) -> pa.Array:
+    """Per row, ``yes`` where ``condition`` holds, else ``no``."""
+    return pc.if_else(pa.array(condition), yes, no)
+
+
+# Key types whose values Arrow's hashing finds equal exactly when Python does (not floats: NaN, -0.0).
+_EXACT_KEY_TYPES = (
+    pa.types.is_integer, pa.types.is_decimal, pa.types.is_string, pa.types.is_large_string, pa.types.is_binary,
+    pa.types.is_large_binary, pa.types.is_fixed_size_binary, pa.types.is_temporal, pa.types.is_boolean,
+)
+
+
+def key_ids(columns: Sequence[pa.Array]) -> np.ndarray | None:
+    """A number per row, shared by two rows exactly when their values in every column are equal
+    (two nulls are equal); None when a column's type is not one of :data:`_EXACT_KEY_TYPES`."""
+    if not all(any(test(column.type) for test in _EXACT_KEY_TYPES) for column in columns):
+        return None
+    ids, count = _dense_ids(columns[0])
+    for column in columns[1:]:
+        codes, size = _dense_ids(column)
+        ids, count = _dense_ids(pa.array(ids * size + codes))
+    return ids
+
+
+def _dense_ids(values: pa.Array) -> tuple[np.ndarray, int]:
+    """Per value a number from 0 up, shared by equal values (nulls too), and how many there are
+    (hashing, not sorting)."""
+    encoded = pc.dictionary_encode(values, null_encoding="encode")
+    return encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(encoded.dictionary)
+
+
+def _last_of_each(ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The last of ``rows`` (ascending) of each id."""
+    grouped = pa.table({"id": ids[rows], "row": rows}).group_by("id", use_threads=False).aggregate([("row", "max")])
+    return np.sort(grouped.column("row_max").to_numpy())
 
 
 def _flags(values: pa.Table | pa.ChunkedArray | pa.Array, column: str | None = None) -> np.ndarray:
@@ -938,7 +1047,7 @@ class MaterializeResult:
     unique_key: bool
     changes_rows: int
     current_rows: int
-    key_changes: int
+    key_changes: int | None  # None: not looked for (one bucket holds every key)
     changes_files: list[str]
     current_files: list[str]
     seconds: float
@@ -966,11 +1075,15 @@ class _Table:
     run_name: str
 
 
-def _batches(source: _Input, columns: Iterable[str] | None = None) -> Iterator[pa.Table]:
-    """An input file in batches of :data:`BATCH_ROWS` rows, as stored (``columns``: only these)."""
+def _batches(source: _Input, columns: Iterable[str] | None = None, before: Sequence[str] = ()) -> Iterator[pa.Table]:
+    """An input file in batches of :data:`BATCH_ROWS` rows, as stored (``columns``: only these;
+    ``before``: with ``_before`` holding only these of its fields, else all of them)."""
     filesystem, path = _filesystem(source.path)
     parquet = pq.ParquetFile(path, filesystem=filesystem)
     names = None if columns is None else [name for name in parquet.schema_arrow.names if name in set(columns)]
+    if names is not None and BEFORE in names and before and not any("." in name for name in before):
+        names.remove(BEFORE)  # a column path names a field by "_before.<name>": a name with a dot reads it all
+        names += [f"{BEFORE}.{name}" for name in before]
     for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=names):
         yield pa.Table.from_batches([batch])
 
@@ -981,14 +1094,47 @@ def _read_input(source: _Input, merged: MergedSchema) -> Iterator[pa.Table]:
         yield _tagged(rows, merged, source.version, source.prior)
 
 
+def _same(a: pa.ChunkedArray, b: pa.ChunkedArray) -> np.ndarray:
+    """Per row, whether two columns hold the same value (two nulls are the same)."""
+    equal = pc.fill_null(pc.equal(a, b), False)
+    return _flags(pc.or_(equal, pc.and_(pc.is_null(a), pc.is_null(b))))
+
+
+def _carries(present: pa.ChunkedArray, name: str) -> np.ndarray:
+    """Per row, whether its list of present columns names ``name``."""
+    present = present.combine_chunks()
+    hits = _flags(pc.equal(pc.list_flatten(present), name))
+    parents = pc.list_parent_indices(present).to_numpy(zero_copy_only=False)
+    return np.bincount(parents[hits], minlength=len(present)) > 0
+
+
+def _may_move(updates: pa.Table, plan: FoldPlan) -> np.ndarray:
+    """Per update, false where it surely keeps its key: for every key column, the after-image does
+    not carry it or carries the before-image's value. Only updates left true need the exact check
+    (:meth:`_Fold.key_changes`); without a primary key, or for key types Arrow cannot compare, all."""
+    may = np.zeros(updates.num_rows, dtype=bool)
+    if not plan.unique:
+        return ~may
+    before = updates.column(BEFORE)
+    try:
+        for name in plan.key:
+            changed = ~_same(updates.column(name), pc.struct_field(before, name))
+            may |= changed & _carries(updates.column(PRESENT), name)
+    except pa.ArrowNotImplementedError:
+        return np.ones(updates.num_rows, dtype=bool)
+    return may
+
+
 def _key_changes(source: _Input, table: _Table) -> list[tuple[tuple, Any, Any]]:
     """The updates of a staged file whose after-image moves the row to another key, as
-    (log order, before key, after key); only the columns that say so are read."""
+    (log order, before key, after key); only the columns that say so are read, and only the
+    updates that may move a key (:func:`_may_move`) are looked at row by row."""
     if source.prior:
         return []
     found = []
-    for rows in _batches(source, {*table.plan.key, OP, BEFORE, PRESENT, PARTIAL, *ORDER}):
-        updates = _tagged(rows.filter(pc.equal(rows.column(OP), UPDATE)), table.merged, source.version, False)
+    for rows in _batches(source, {*table.plan.key, OP, BEFORE, PRESENT, PARTIAL, *ORDER}, before=table.plan.key):
+        updates = rows.filter(pc.equal(rows.column(OP), UPDATE))
+        updates = _tagged(_where(updates, _may_move(updates, table.plan)), table.merged, source.version, False)
         if updates.num_rows:
             order = zip(*(updates.column(name).to_pylist() for name in ORDER))
             moves = _Fold(updates, table.plan).key_changes()
@@ -1207,7 +1353,7 @@ def materialize(
         database, table, len(staged_files), len(staged), len(inputs) - len(staged_files), rows, work.buckets,
         len(merged.image), list(key), "" if unique else " (no primary key: every column)",
     )
-    roots, key_changes = _key_roots(spark, inputs, work)
+    roots, key_changes = _key_roots(spark, inputs, work) if work.buckets > 1 else ({}, None)
     if work.buckets > 1:
         per_input = _run(spark, lambda item: _partition(*item, table=work, roots=roots), list(enumerate(inputs)))
         log.info("%s.%s: rows per bucket %s", database, table, [sum(counts) for counts in zip(*per_input)])
