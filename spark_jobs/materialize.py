@@ -104,7 +104,11 @@ schema from their footers); the rows never pass through the JVM:
    rows a file. The fold never turns values into Python objects: it tracks, per
    key and column, *which input value* holds the state (an after-image or
    before-image value of an input row) and builds each output column with one
-   ``take``. Only keys and the column lists are read into Python.
+   ``take``. Only keys and the column lists are read into Python. Under a
+   primary key, the rows whose output is their own (inserts, updates with whole
+   after-images that keep their key, deletes with whole before-images, rows of
+   ``current``) are settled at once, with array operations, for every key no
+   other row names; only the rest go through the loop row by row.
 
 A bucket holds at most about ``rows_per_file`` rows, so memory per task is
 bounded, and a large table is cut into a bucket per slot -- or, when several
@@ -632,7 +636,8 @@ class _Fold:
 
     def _lone_inserts(self, versions: list[int], prior: list[bool]) -> None:
         """Settle the inserts of a key no other row names: each is its key's whole story, its output
-        its own after-image, set for all of them at once (the general case of :meth:`_settle`)."""
+        its own after-image, set for all of them at once. What :meth:`_settle` does for a primary
+        key of exact types, for every other key (a multiset of rows, floats, nested values)."""
         named = [
             self.keys_after[r] if prior[r] or op in INSERTS else self.keys_before[r] for r, op in enumerate(self.ops)
         ]
