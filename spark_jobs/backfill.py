@@ -40,8 +40,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyarrow import fs as pafs
 
-from spark_jobs import publish
+from spark_jobs import image_files, publish
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, decode
 from spark_jobs.ingest import RUN_FILE, IngestResult, Input, primary_keys, publish_run, work_folder
 from spark_jobs.layout import table_folder
@@ -157,11 +158,11 @@ def _images_on_days(images: list[str], days: list[date], folder: Path) -> list[s
     kept = []
     folder.mkdir(parents=True, exist_ok=True)
     for n, path in enumerate(images):
-        rows = pq.read_table(path)
+        rows = image_files.read(pafs.LocalFileSystem(), path)
         rows = rows.filter(pc.and_(pc.greater_equal(rows["_commit_ts"], lo), pc.less(rows["_commit_ts"], hi)))
         if rows.num_rows:
             target = folder / f"{n:06d}-{Path(path).name}"
-            pq.write_table(rows, target)
+            image_files.write(str(target), rows)
             kept.append(str(target))
     return kept
 

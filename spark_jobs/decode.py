@@ -1,16 +1,16 @@
-"""Decode: binlog files into staged Parquet row images, table versions and a transaction index.
+"""Decode: binlog files into staged row images, table versions and a transaction index.
 
 :func:`decode` plans the splits on the driver (:mod:`spark_jobs.splits`) and
 runs one Spark task per split. A task decodes its split with ``binlog_codec``
-and writes Parquet itself; what comes back through Spark is one small Arrow
+and writes its files itself; what comes back through Spark is one small Arrow
 summary row per split (``mapInArrow``), never a row change. The staging folder
 then holds::
 
-    images/<db>/<table>/schema_id=<id>/part-<file>-<start>-<end>.parquet
+    images/<db>/<table>/schema_id=<id>/part-<file>-<start>-<end>.arrow
         the row changes of one table version in one split, in log order, as
         binlog_codec.table_batches.TableBatches builds them, a rows event at a
         time (the warehouse's change columns, _schema_id and _binlog_inner_offset
-        included)
+        included), in an Arrow file (spark_jobs.image_files)
     transactions/part-<file>-<start>-<end>.parquet
         one row per transaction of the split (TRANSACTION_SCHEMA): file, start
         and end position, GTID, XID, commit time (the timestamp of the XID or
@@ -79,6 +79,7 @@ from binlog_codec.table_batches import TableBatches
 from binlog_codec.table_map import TableMap
 from binlog_codec.transactions import Transaction
 
+from . import image_files
 from .gc_pause import paused_gc
 from .layout import path_part
 from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_events, split_transactions
@@ -187,7 +188,7 @@ class DecodeResult:
 
 
 class _VersionFile:
-    """The Parquet file of one table version's rows in one split, written in batches."""
+    """The staged file of one table version's rows in one split, written in batches."""
 
     def __init__(self, table: TableMap, split: Split, work_dir: Path, batch_rows: int) -> None:
         self.batches = TableBatches(table, split.flavour)
@@ -195,7 +196,7 @@ class _VersionFile:
         self.flavour = split.flavour
         self.relative = "/".join([
             IMAGES, path_part(table.database), path_part(table.table),
-            f"schema_id={self.batches.schema_id}", f"part-{split.stem}.parquet",
+            f"schema_id={self.batches.schema_id}", f"part-{split.stem}{image_files.SUFFIX}",
         ])
         self.target = work_dir / self.relative
         self.temporary = self.target.with_name(f"{self.target.name}.{uuid.uuid4().hex}.tmp")
@@ -203,7 +204,7 @@ class _VersionFile:
         self.rows = 0
         self.first: tuple[int, int | None] | None = None  # (position, inner offset) of the first row
         self.last: tuple[int, int | None] | None = None
-        self._writer: pq.ParquetWriter | None = None
+        self._writer: image_files.ImageFileWriter | None = None
 
     def append(self, rows: RowsOfTable, commit: Commit | None) -> int:
         """Add the rows of one rows event; how many it holds."""
@@ -220,8 +221,8 @@ class _VersionFile:
     def _write(self) -> None:
         if self._writer is None:
             self.target.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self.temporary, self.batches.schema)
-        self._writer.write_table(self.batches.flush())
+            self._writer = image_files.ImageFileWriter(str(self.temporary), self.batches.schema)
+        self._writer.write(self.batches.flush())
 
     def close(self) -> dict[str, Any]:
         """Write the rest, put the file in place; its entry of the task summary."""

@@ -167,6 +167,7 @@ from binlog_codec import json_binary, json_diff, json_text
 from binlog_codec.arrow import BEFORE_PREFIX
 
 from .gc_pause import paused_gc
+from . import image_files
 from .layout import table_folder
 from .task_cpus import fit_to_task
 
@@ -988,11 +989,10 @@ def _parquet_files(folder: str | None) -> list[str]:
 
 
 def _schema_groups(files: Sequence[str]) -> list[tuple[pa.Schema, list[str]]]:
-    """Files grouped by Parquet schema (footers only), groups in order of first appearance."""
+    """Files grouped by schema (headers or footers only), groups in order of first appearance."""
     groups: dict[pa.Schema, list[str]] = {}
     for name in files:
-        filesystem, path = _filesystem(name)
-        groups.setdefault(pq.read_schema(path, filesystem=filesystem), []).append(name)
+        groups.setdefault(image_files.schema(*_filesystem(name)), []).append(name)
     return list(groups.items())
 
 
@@ -1025,13 +1025,8 @@ def _publish_files(written: str, folder: str, run_name: str, *, replace: bool) -
 
 
 def _rows(files: Sequence[str]) -> int:
-    """Rows of Parquet files, from their footers."""
-    total = 0
-    for name in files:
-        filesystem, path = _filesystem(name)
-        with filesystem.open_input_file(path) as handle:
-            total += pq.read_metadata(handle).num_rows
-    return total
+    """Rows of staged or Parquet files."""
+    return sum(image_files.row_count(*_filesystem(name)) for name in files)
 
 
 def _remove(folder: str) -> None:
@@ -1084,13 +1079,11 @@ def _batches(source: _Input, columns: Iterable[str] | None = None, before: Seque
     """An input file in batches of :data:`BATCH_ROWS` rows, as stored (``columns``: only these;
     ``before``: with ``_before`` holding only these of its fields, else all of them)."""
     filesystem, path = _filesystem(source.path)
-    parquet = pq.ParquetFile(path, filesystem=filesystem)
-    names = None if columns is None else [name for name in parquet.schema_arrow.names if name in set(columns)]
+    names = None if columns is None else [name for name in image_files.schema(filesystem, path).names if name in set(columns)]
     if names is not None and BEFORE in names and before and not any("." in name for name in before):
         names.remove(BEFORE)  # a column path names a field by "_before.<name>": a name with a dot reads it all
         names += [f"{BEFORE}.{name}" for name in before]
-    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=names):
-        yield pa.Table.from_batches([batch])
+    yield from image_files.batches(filesystem, path, BATCH_ROWS, names)
 
 
 def _read_input(source: _Input, merged: MergedSchema) -> Iterator[pa.Table]:
@@ -1327,7 +1320,7 @@ def materialize(
 ) -> MaterializeResult:
     """Fold the staged row changes of ``database.table`` onto its ``current`` folder (see the module docstring).
 
-    ``staged_files``: Parquet files of ImageBatchBuilder's schema, any table
+    ``staged_files``: Arrow (:mod:`spark_jobs.image_files`) or Parquet files of ImageBatchBuilder's schema, any table
     versions, any order; ``key_columns``: the primary key's columns, or
     None/empty for a table without one; ``current``: the warehouse's
     ``current/<db>/<table>/`` folder (may not exist); ``target``: the run folder
@@ -1382,7 +1375,7 @@ def materialize(
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m spark_jobs.materialize``: one table's staged files into a run folder."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("staged", nargs="*", help="staged Parquet files of the table")
+    parser.add_argument("staged", nargs="*", help="staged image files of the table (Arrow or Parquet)")
     parser.add_argument("--database", required=True)
     parser.add_argument("--table", required=True)
     parser.add_argument("--key", action="append", default=[], help="a primary key column (repeat); none: every column")
