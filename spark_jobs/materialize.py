@@ -1148,28 +1148,43 @@ def _log_order(position: tuple) -> tuple:
 def _bucket_numbers(rows: pa.Table, plan: FoldPlan, roots: dict, buckets: int) -> np.ndarray:
     """Per row, the bucket of its key's group: the root of the key changes linking its key (the
     key naming its previous state: the before-image's for updates and deletes, else its own),
-    hashed so that every process agrees (:func:`_integer_hash`, else CRC-32 of the key's text)."""
+    hashed so that every process agrees (:func:`_number_hash`, else CRC-32 of the key's text)."""
     moved = pc.and_(pc.invert(rows.column(PRIOR)), pc.is_in(rows.column(OP), pa.array([UPDATE, DELETE])))
     before = rows.column(BEFORE)
     arrays = [pc.if_else(moved, pc.struct_field(before, name), rows.column(name)).combine_chunks() for name in plan.key]
-    if not roots and all(pa.types.is_integer(array.type) for array in arrays):
-        return (_integer_hash(arrays) % np.uint64(buckets)).astype(np.int64)
+    if not roots and all(_is_number(array.type) for array in arrays):
+        return (_number_hash(arrays) % np.uint64(buckets)).astype(np.int64)
     keys = _keys(arrays, any(pa.types.is_nested(array.type) for array in arrays))
     return np.fromiter(
         (zlib.crc32(repr(roots.get(key, key)).encode()) % buckets for key in keys), dtype=np.int64, count=len(keys)
     )
 
 
-def _integer_hash(arrays: Sequence[pa.Array]) -> np.ndarray:
-    """A 64-bit hash per row of integer columns (nulls hash apart from every value): each value
-    multiplied by a large odd constant, mixed into the row's hash (the FNV-1a pattern), then
-    folded so the low bits depend on the high ones."""
+def _is_number(kind: pa.DataType) -> bool:
+    """Integers and whole-number decimals (BIGINT UNSIGNED, DECIMAL(n,0)): keys hashed as numbers."""
+    return pa.types.is_integer(kind) or pa.types.is_decimal128(kind)
+
+
+def _words(array: pa.Array) -> list[np.ndarray]:
+    """The 64-bit words of each value of an integer or decimal128 array (nulls: zeros)."""
+    nulls = array.is_null().to_numpy(zero_copy_only=False)
+    if pa.types.is_integer(array.type):
+        return [array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64)]
+    data = np.frombuffer(array.buffers()[1], dtype=np.uint64)[2 * array.offset : 2 * (array.offset + len(array))]
+    data = np.where(nulls[:, None], np.uint64(0), data.reshape(-1, 2))  # a decimal128: two little-endian words
+    return [data[:, 0], data[:, 1]]
+
+
+def _number_hash(arrays: Sequence[pa.Array]) -> np.ndarray:
+    """A 64-bit hash per row of integer or decimal128 columns (nulls hash apart from every value):
+    each 64-bit word of a value multiplied by a large odd constant, mixed into the row's hash
+    (the FNV-1a pattern), then folded so the low bits depend on the high ones."""
     hashed = np.full(len(arrays[0]), 0xCBF29CE484222325, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for array in arrays:
-            values = array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64)
-            values = values * np.uint64(0x9E3779B97F4A7C15) + array.is_null().to_numpy(zero_copy_only=False)
-            hashed = (hashed ^ values) * np.uint64(0x100000001B3)
+            nulls = array.is_null().to_numpy(zero_copy_only=False)
+            for word in _words(array):
+                hashed = (hashed ^ (word * np.uint64(0x9E3779B97F4A7C15) + nulls)) * np.uint64(0x100000001B3)
         return hashed ^ (hashed >> np.uint64(29))
 
 
