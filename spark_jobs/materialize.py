@@ -968,7 +968,7 @@ def materialize_tables(
 def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     """The pyarrow filesystem of a local path or a URI (``s3a://`` read as ``s3://``), and the path in it."""
     if "://" not in path:
-        return pafs.LocalFileSystem(), os.path.abspath(path)
+        return pafs.LocalFileSystem(use_mmap=True), os.path.abspath(path)  # Arrow files read without a copy
     scheme, rest = path.split("://", 1)
     return pafs.FileSystem.from_uri(("s3://" if scheme in ("s3a", "s3n") else scheme + "://") + rest)
 
