@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from .event_types import GTID_TYPES, ROWS_TYPES, EventType
 from .events import decode
 from .events.gtid import FL_STANDALONE
-from .reader import BinlogReader, RawEvent
+from .reader import BinlogReader, EventHeader, RawEvent
 
 _BEGIN = (b"BEGIN", b"XA START", b"XA BEGIN")
 _ENDING_WORDS = (b"COMMIT", b"ROLLBACK")
@@ -54,7 +54,9 @@ STMT_END_F = 1
 
 @dataclass
 class Transaction:
-    """One transaction: ``[start, end)`` byte range in ``file``, its GTID and event count."""
+    """One transaction: ``[start, end)`` byte range in ``file``, its GTID and event count, and
+    the event ending at ``end`` (which commits it): its header, its XID (an XID event), and
+    whether it is a TRANSACTION_PAYLOAD, whose last inner event is the one that commits."""
 
     file: str
     start: int
@@ -62,6 +64,25 @@ class Transaction:
     gtid: str | None
     events: int
     complete: bool
+    ending: EventHeader | None = None
+    xid: int | None = None
+    payload: bool = False
+
+
+class _Ending(NamedTuple):
+    """What a transaction keeps of the last event read: where it ends, its header and XID."""
+
+    end: int
+    header: EventHeader
+    xid: int | None
+
+
+def _transaction(name: str, current: "_Open", end: int, complete: bool, last: _Ending | None) -> Transaction:
+    """The transaction ``current`` ending at ``end``, with the last event read if it ends there."""
+    if last is None or last.end != end:
+        return Transaction(name, current.start, end, current.gtid, current.events, complete)
+    payload = last.header.type_code == EventType.TRANSACTION_PAYLOAD
+    return Transaction(name, current.start, end, current.gtid, current.events, complete, last.header, last.xid, payload)
 
 
 def _query_text(raw: RawEvent) -> bytes:
@@ -103,26 +124,28 @@ def scan_transactions(path: str | os.PathLike[str], **reader_options) -> Iterato
     """Yield the transactions of one file in order; a trailing unfinished one has ``complete=False``."""
     reader = BinlogReader(path, unwrap_payloads=False, **reader_options)
     current: _Open | None = None
+    last: _Ending | None = None
     name = reader.name
     for raw in reader:
         code = raw.type_code
         if code in GTID_TYPES:
             if current is not None:
-                yield Transaction(name, current.start, raw.pos, current.gtid, current.events, False)
+                yield _transaction(name, current, raw.pos, False, last)
             record = decode(raw)
             explicit = code == EventType.MARIADB_GTID and not record.flags & FL_STANDALONE
             current = _Open(raw.pos, record.gtid, explicit)
-        elif current is None:
-            if code in _OUTSIDE:
-                continue
+        elif current is None and code not in _OUTSIDE:
             current = _Open(raw.pos, None, False)
+        last = _Ending(raw.end_pos, raw.header, decode(raw).xid if code == EventType.XID else None)
+        if current is None:
+            continue
         if code not in _OUTSIDE:
             current.events += 1
         if _ends(raw, current):
-            yield Transaction(name, current.start, raw.end_pos, current.gtid, current.events, True)
+            yield _transaction(name, current, raw.end_pos, True, last)
             current = None
     if current is not None:
-        yield Transaction(name, current.start, reader.file_size, current.gtid, current.events, False)
+        yield _transaction(name, current, reader.file_size, False, last)
 
 
 def _ends(raw: RawEvent, current: _Open) -> bool:

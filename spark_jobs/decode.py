@@ -278,11 +278,9 @@ class _ImageFiles:
 
 
 def _commit_events(split: Split, ends: set[int]) -> dict[int, tuple[EventHeader, int | None]]:
-    """Per transaction end: the header of the event that ends it and its XID.
-
-    The last event ending at a transaction's end is the one that ends it; in a
-    compressed transaction that is the last event inside the payload (its XID).
-    """
+    """Per end of a transaction a TRANSACTION_PAYLOAD ends: the header of the event that commits
+    it and its XID, read from the payload's events (the last event inside the payload, its XID).
+    The scan (:class:`~binlog_codec.transactions.Transaction`) gives every other transaction's."""
     found: dict[int, tuple[EventHeader, int | None]] = {}
     for raw in BinlogReader(split.path, start_position=split.read_from, stop_position=split.end):
         if raw.end_pos in ends and raw.pos >= split.start:
@@ -303,7 +301,10 @@ class _TransactionIndex:
         self.split = split
         self.transactions: list[Transaction] = list(split_transactions(split))
         self.counts: list[Counter] = [Counter() for _ in self.transactions]
-        self.commits = _commit_events(split, {t.end for t in self.transactions})
+        self.commits = {t.end: (t.ending, t.xid) for t in self.transactions if t.ending is not None}
+        compressed = {t.end for t in self.transactions if t.payload}
+        if compressed:  # committed by the last event inside the payload: read them
+            self.commits.update(_commit_events(split, compressed))
         self._commit_of = [_commit(self.commits.get(t.end)) for t in self.transactions]
         self._current = 0
 

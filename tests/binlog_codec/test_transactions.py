@@ -44,6 +44,22 @@ def test_transactions_cover_every_commit(name):
     assert sum(t.events for t in transactions) == len(inside)
 
 
+@pytest.mark.parametrize("name", good_files())
+def test_each_transaction_keeps_the_event_that_ends_it(name):
+    """The scan keeps, per transaction, the header and XID of the event ending at its end (the
+    one a full read finds there), and says when that event is a TRANSACTION_PAYLOAD."""
+    ending = {event.end_pos: event for event in read(path(name), unwrap_payloads=False)}
+    transactions = list(scan_transactions(path(name)))
+    for t in transactions:
+        event = ending[t.end]
+        assert (t.ending.timestamp, t.ending.server_id, t.ending.type_code) == (
+            event.header.timestamp, event.header.server_id, event.type_code)
+        assert t.xid == (event.xid if event.type_code == EventType.XID else None)
+        assert t.payload == (event.type_code == EventType.TRANSACTION_PAYLOAD)
+    assert any(t.xid is not None for t in transactions) or not any(
+        event.type_code == EventType.XID for event in ending.values())
+
+
 def test_statement_log_without_gtids():
     name = "blackbeam__rust_mysql_common/binlog_transaction.000001"
     transactions = list(scan_transactions(path(name)))
