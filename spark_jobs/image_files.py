@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
 SUFFIX = ".arrow"
-_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
 def is_arrow(path: str) -> bool:
@@ -32,7 +32,7 @@ class ImageFileWriter:
     """An Arrow file of one table version's rows, written a table (a batch of rows) at a time."""
 
     def __init__(self, path: str, schema: pa.Schema) -> None:
-        self._writer = pa.ipc.new_file(path, schema, options=_OPTIONS)
+        self._writer = pa.ipc.new_file(path, schema, options=WRITE_OPTIONS)
 
     def write(self, rows: pa.Table) -> None:
         self._writer.write_table(rows)

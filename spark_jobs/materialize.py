@@ -1207,7 +1207,9 @@ def _partition(number: int, source: _Input, table: _Table, roots: dict) -> list[
                 if bucket not in writers:
                     _, path = _filesystem(_part_file(table, bucket, number))
                     filesystem.create_dir(posixpath.dirname(path), recursive=True)
-                    writers[bucket] = pa.ipc.new_file(filesystem.open_output_stream(path), rows.schema)
+                    writers[bucket] = pa.ipc.new_file(
+                        filesystem.open_output_stream(path), rows.schema, options=image_files.WRITE_OPTIONS
+                    )
                 writers[bucket].write_table(rows.slice(starts[bucket], starts[bucket + 1] - starts[bucket]))
                 counts[bucket] += int(starts[bucket + 1] - starts[bucket])
     finally:
