@@ -659,9 +659,9 @@ class _Fold:
         present, partial = np.asarray(self.present_ids) + 1, np.asarray(self.partial_ids) + 1  # a null list is -1
         combined = (self.versions * (len(self.present_shapes) + 1) + present) * (len(self.partial_shapes) + 1) + partial
         ids, _ = _dense_ids(pa.array(combined))
-        firsts = np.zeros(ids.max(initial=-1) + 1, dtype=np.int64)
-        firsts[ids[::-1]] = np.arange(self.n)[::-1]  # each id's first row (the reversed assignments' last)
-        return ids, [(int(self.versions[r]), self.present_ids[r], self.partial_ids[r]) for r in firsts.tolist()]
+        rows = np.zeros(ids.max(initial=-1) + 1, dtype=np.int64)
+        rows[ids] = np.arange(self.n)  # a row of each id (which one does not matter: they share the shape)
+        return ids, [(int(self.versions[r]), self.present_ids[r], self.partial_ids[r]) for r in rows.tolist()]
 
     def _settle(self) -> bool:
         """Under a primary key, settle at once every row whose output is its own and whose key no
@@ -677,13 +677,13 @@ class _Fold:
         """
         shape_ids, shapes = self._image_shapes()
         columns = [self._columns_of(*shape) for shape in shapes]
-        masks = self.in_version
         whole = np.zeros((len(shapes), self.m), dtype=bool)
         for number, (columns_whole, _, _) in enumerate(columns):
             whole[number, columns_whole] = True
         carried = np.array([key_present for _, _, key_present in columns], dtype=bool).reshape(len(shapes), -1)
         ops = self.table.column(OP)
         prior = self.prior
+        insert = _flags(pc.is_in(ops, pa.array(INSERTS))) & ~prior
         update = _flags(pc.equal(ops, UPDATE)) & ~prior
         delete = _flags(pc.equal(ops, DELETE)) & ~prior
         named, after = [], []
@@ -694,10 +694,10 @@ class _Fold:
         if ids is None:
             return False
         named_id, after_id = ids[: self.n], ids[self.n :]
-        version_mask = masks[self.versions]
+        version_mask = self.in_version[self.versions]
         whole_rows = whole[shape_ids]
         known_rows = self.known_before
-        own = ~(update | delete)
+        own = prior | insert  # any other _op is left to the loop, which refuses it
         own |= update & ~(version_mask & ~whole_rows).any(axis=1)
         own |= delete & ~(version_mask & ~known_rows).any(axis=1)
         dependent = ~own | (update & (named_id != after_id))

@@ -314,6 +314,15 @@ def test_unknown_key_columns_are_refused():
         materialize_tables([staged([Log().insert(**FULL)])], ["nope"])
 
 
+@pytest.mark.parametrize("key", [["id"], None])
+def test_an_unknown_change_kind_is_refused(key):
+    log = Log()
+    rows = staged([log.insert(**FULL), log.insert(**{**FULL, "id": 2})])
+    rows = rows.set_column(rows.schema.get_field_index("_op"), "_op", pa.array(["c", "x"], rows.schema.field("_op").type))
+    with pytest.raises(ValueError, match="unknown _op 'x'"):
+        materialize_tables([rows], key)
+
+
 # ---------------------------------------------------------------------------
 # Properties: split anywhere, a reference fold, the source table's truth
 
