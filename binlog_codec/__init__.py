@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 COMPILED_MODULES = ("wire", "values", "rows", "reader", "arrow")
 # Modules written in Cython alone (``.pyx``), built with those above. They make the same
 # output as the Python path they stand in for, and are used only when compiled() is true.
-NATIVE_MODULES = ("row_text", "row_arrow")
+NATIVE_MODULES = ("row_text", "row_arrow", "frames")
 # The C declarations the native modules share (a .pxd without a module of its own).
 NATIVE_SHARED = "image_bytes.pxd"
 

@@ -41,6 +41,7 @@ import zlib
 from dataclasses import dataclass
 from typing import BinaryIO, Iterator, NamedTuple
 
+from . import compiled
 from .errors import (
     BadMagicError,
     BinlogError,
@@ -300,12 +301,13 @@ class BinlogReader:
             )
         pos = len(MAGIC)
         start = self.start_position
+        read_event = self._event_reader()
         while True:
             if start is not None and self.fde is not None and pos < start:
                 pos = self._seek(stream, start)
             if self.stop_position is not None and pos >= self.stop_position:
                 return
-            event = self._read_event(stream, pos)
+            event = read_event(stream, pos)
             if event is None:
                 return
             pos = event.end_pos
@@ -314,6 +316,16 @@ class BinlogReader:
                 yield event
             if event.type_code == EventType.TRANSACTION_PAYLOAD and self.unwrap_payloads and in_range:
                 yield from self._payload_events(event)
+
+    def _event_reader(self):
+        """How each event is read: by :meth:`_read_event`, or with the compiled build by
+        :class:`binlog_codec.frames.Frames`, which frames the ordinary events in C (the same
+        events) and has :meth:`_read_event` read the others."""
+        if not compiled():
+            return self._read_event
+        from .frames import Frames
+
+        return Frames(self).read_event
 
     def _seek(self, stream: BinaryIO, position: int) -> int:
         if position > self.file_size:

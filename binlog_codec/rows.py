@@ -29,9 +29,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from . import charsets
+from . import charsets, compiled
 from .errors import CorruptEventError
-from .event_types import EventType
+from .event_types import ROWS_TYPES, EventType
 from .events import GtidEvent, MariadbGtidEvent, RowsEvent, TableMapEvent, decode
 from .reader import BinlogReader, RawEvent
 from .table_map import ColumnType, TableMap, decode_table_map
@@ -357,6 +357,26 @@ class RowsOfTable(NamedTuple):
     gtid: str | None
 
 
+# The events rows_events meets most, by type code.
+_TABLE_MAP = int(EventType.TABLE_MAP)
+_MARIADB_GTID = int(EventType.MARIADB_GTID)
+_ANNOTATE_ROWS = int(EventType.ANNOTATE_ROWS)
+_XID = int(EventType.XID)
+_ROWS_CODES = frozenset(int(code) for code in ROWS_TYPES)
+
+if compiled():
+    from .frames import mariadb_gtid, rows_event
+else:
+
+    def rows_event(raw: RawEvent) -> RowsEvent:
+        """The record of a framed rows event (the compiled build decodes the common ones in C)."""
+        return decode(raw)
+
+    def mariadb_gtid(raw: RawEvent) -> str:
+        """The GTID of a framed MariaDB GTID event (the compiled build reads the common ones in C)."""
+        return decode(raw).gtid
+
+
 def rows_events(
     path,
     *,
@@ -377,14 +397,22 @@ def rows_events(
     gtid = None
     skip_unknown = reader_options.pop("skip_unknown", False)
     for raw in BinlogReader(path, **reader_options):
-        code = raw.type_code
-        if code == EventType.TABLE_MAP:
+        code = raw.header.type_code
+        if code == _TABLE_MAP:
             version = versions.version_of(raw)
             current[version.table.table_id] = version
             continue
-        event = decode(raw, skip_unknown=skip_unknown)
         if flavour is None:
             flavour = "mariadb" if raw.fde.is_mariadb else "mysql"
+        if code in _ROWS_CODES:
+            event = rows_event(raw)
+        elif code == _MARIADB_GTID:
+            gtid = mariadb_gtid(raw)
+            continue
+        elif code == _ANNOTATE_ROWS or (code == _XID and len(raw.body) == 8):
+            continue  # nothing in these bodies can be corrupt, and nothing here needs them
+        else:
+            event = decode(raw, skip_unknown=skip_unknown)
         if isinstance(event, (GtidEvent, MariadbGtidEvent)):
             gtid = event.gtid
         elif isinstance(event, RowsEvent):
