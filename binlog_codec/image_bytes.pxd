@@ -9,6 +9,7 @@ describe_column turns it into a ColumnPlan. Columns without one are read by thei
 decoder. Everything here is inline C; a writer adds what it makes of the values.
 """
 
+from cpython cimport array
 from cpython.mem cimport PyMem_Realloc
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcpy
@@ -77,6 +78,16 @@ cdef inline object describe_column(ColumnPlan *column, object layout):
     # the bytes of a fixed-size value (FixedWidth is a tuple), or of a payload's length
     column.size = layout.size if isinstance(layout, tuple) else native[1]
     return native
+
+
+cdef inline array.array columns_of(dict chosen, object bitmap, Py_ssize_t count):
+    """The columns a column bitmap (WL#5092) of a table of ``count`` columns selects, in
+    order, as an ``array('i')``: worked out once per bitmap, and kept in ``chosen``."""
+    cdef bytes key = bytes(bitmap)
+    found = chosen.get(key)
+    if found is None:
+        found = chosen[key] = array.array("i", [i for i in range(count) if key[i >> 3] >> (i & 7) & 1])
+    return found
 
 
 # -- a growing byte buffer ---------------------------------------------------------------

@@ -35,14 +35,15 @@ from pathlib import PurePath
 
 import pyarrow as pa
 
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.buffer cimport PyBuffer_FillInfo
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy, memset
 
 from binlog_codec.image_bytes cimport (
     DATE, DATETIME2, DECIMAL, DOUBLE, ENUM, HEX, INT, PADDED_HEX, PYTHON, TIMESTAMP2, UTF8, YEAR,
-    ColumnPlan, DecimalGroups, Moment, Out, big_endian, date_fields, datetime2_fields, days_from_civil,
+    ColumnPlan, DecimalGroups, Moment, Out, big_endian, columns_of, date_fields, datetime2_fields, days_from_civil,
     decimal_groups, describe_column, fraction_micro, grow, integer, prefixed, put, put_char, valid_utf8,
 )
 
@@ -299,8 +300,37 @@ cdef class ColumnBuffers:
         return built
 
 
+@cython.final
+cdef class HandedOver:
+    """The bytes of a buffer a builder has given up, read by pyarrow in place (the buffer
+    protocol) and freed with the last Arrow buffer over them."""
+
+    cdef char *data
+    cdef Py_ssize_t length
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        PyBuffer_FillInfo(view, self, self.data, self.length, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer *view):
+        pass
+
+
 cdef object _buffer(Out *out):
-    return pa.py_buffer(PyBytes_FromStringAndSize(out.data, out.length))
+    """The contents of ``out`` as an Arrow buffer, without a copy; ``out`` starts empty again,
+    with room for as many bytes (memory not written to yet costs nothing)."""
+    cdef HandedOver handed
+    cdef Py_ssize_t capacity = out.capacity
+    if out.data == NULL:  # nothing was ever written
+        return pa.py_buffer(b"")
+    handed = HandedOver.__new__(HandedOver)
+    handed.data, handed.length = out.data, out.length
+    out.data, out.length, out.capacity = NULL, 0, 0
+    if capacity:
+        grow(out, capacity)
+    return pa.py_buffer(handed)
 
 
 @cython.final
@@ -559,7 +589,7 @@ cdef class ArrowRows:
     cdef Out present_offsets
     cdef Py_ssize_t rows
     cdef list names         # each column's display name, as UTF-8
-    cdef dict images        # column bitmap -> the columns it selects, as array('i')
+    cdef dict images        # column bitmap -> the columns it selects (image_bytes.columns_of)
     cdef dict present       # column bitmap -> its _present_columns (see present_of)
     cdef tuple file_name    # the last file met: (path, name as UTF-8, sequence)
 
@@ -601,14 +631,6 @@ cdef class ArrowRows:
     def __len__(self):
         return self.rows
 
-    cdef object columns_of(self, object bitmap):
-        """The columns a column bitmap (WL#5092) selects, as an ``array('i')``, once per bitmap."""
-        key = bytes(bitmap)
-        found = self.images.get(key)
-        if found is None:
-            found = self.images[key] = array("i", [i for i in range(self.count) if key[i // 8] >> (i % 8) & 1])
-        return found
-
     def add(self, event, gtid, commit):
         """Append every row of ``event`` (a rows event of this table version; not a
         PARTIAL_UPDATE_ROWS one) with its transaction's GTID and
@@ -638,8 +660,8 @@ cdef class ArrowRows:
         if end == 0:
             return 0
         p = &view[0]
-        before = self.columns_of(event.columns_before)
-        after = before if event.columns_after is None else self.columns_of(event.columns_after)
+        before = columns_of(self.images, event.columns_before, self.count)
+        after = before if event.columns_after is None else columns_of(self.images, event.columns_after, self.count)
         while at < end:
             if insert:
                 at = self.after.image(data, p, at, end, &before[0], before.shape[0])
@@ -692,7 +714,7 @@ cdef class ArrowRows:
         key = bytes(bitmap)
         found = self.present.get(key)
         if found is None:
-            names = [self.names[column] for column in self.columns_of(key)]
+            names = [self.names[column] for column in columns_of(self.images, key, self.count)]
             ends = array("i", [sum(len(name) for name in names[:at + 1]) for at in range(len(names))])
             found = self.present[key] = (b"".join(names), ends)
         return found

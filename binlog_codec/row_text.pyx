@@ -26,7 +26,6 @@ the value. Tests check both paths give the same bytes
 """
 
 import json
-from array import array
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
@@ -35,7 +34,7 @@ from libc.string cimport memcpy
 
 from binlog_codec.image_bytes cimport (
     DATE, DATETIME2, DECIMAL, DOUBLE, ENUM, HEX, INT, PADDED_HEX, PYTHON, TIMESTAMP2, UTF8, YEAR,
-    ColumnPlan, DecimalGroups, Moment, Out, big_endian, civil_from_days, date_fields, datetime2_fields,
+    ColumnPlan, DecimalGroups, Moment, Out, big_endian, civil_from_days, columns_of, date_fields, datetime2_fields,
     decimal_groups, describe_column, fraction_micro, grow, integer, prefixed, put, put_char,
     utf8_sequence,
 )
@@ -323,7 +322,7 @@ cdef class TextPlan:
     cdef list keys
     cdef list extras
     cdef object encode
-    cdef dict present
+    cdef dict present  # column bitmap -> the columns it selects (image_bytes.columns_of)
 
     def __cinit__(self):
         self.columns = NULL
@@ -348,14 +347,6 @@ cdef class TextPlan:
                 self.extras.append([self.encode(label).encode() for label in native[2]])
             else:
                 self.extras.append(decoder)
-
-    cdef object columns_of(self, object bitmap):
-        """The columns a column bitmap (WL#5092) selects, as an ``array('i')``, once per bitmap."""
-        key = bytes(bitmap)
-        found = self.present.get(key)
-        if found is None:
-            found = self.present[key] = array("i", [i for i in range(self.count) if key[i // 8] >> (i % 8) & 1])
-        return found
 
     cdef Py_ssize_t value(self, Out *out, object data, const uint8_t *p, Py_ssize_t at, Py_ssize_t end,
                           int index) except -2:
@@ -490,8 +481,8 @@ cdef bint write_rows(Out *out, TextPlan plan, event, bytes head, bytes middle) e
     if event.column_count != plan.count:
         return False
     data = event.rows
-    before = plan.columns_of(event.columns_before)
-    after = before if event.columns_after is None else plan.columns_of(event.columns_after)
+    before = columns_of(plan.present, event.columns_before, plan.count)
+    after = before if event.columns_after is None else columns_of(plan.present, event.columns_after, plan.count)
     view = data
     end = view.shape[0]
     if end == 0:

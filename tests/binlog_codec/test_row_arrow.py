@@ -171,6 +171,30 @@ def test_a_refused_event_takes_back_what_it_appended(row_arrow):
     assert batch.equals(python_batch(plan, [first], gtid=None, commit=None))
 
 
+def test_a_flushed_batch_keeps_its_values_while_the_builder_goes_on(row_arrow):
+    """flush hands its buffers over without a copy: the next batches are written elsewhere,
+    and the batches outlive the builder."""
+    cols = [dataclasses.replace(column(ColumnType.LONG, unsigned=False), index=0, name="c0"),
+            dataclasses.replace(column(ColumnType.VARCHAR, length=40, collation_id=UTF8MB4), index=1, name="c1")]
+    plan = DecodingPlan(TableMap(1, "db", "t", cols))
+    python = ImageBatchBuilder(plan.table)
+    builder = row_arrow.ArrowRows(python.schema, python.schema_id, plan, [column_mapping(c).convert for c in cols])
+    events = [
+        rows_event("insert", cols, encode_row_image(cols, {"c0": n, "c1": f"row {n}" * n}, [0, 1]), [0, 1], None)
+        for n in range(6)
+    ]
+    batches = []
+    for at in (0, 2, 4):
+        for event in events[at:at + 2]:
+            assert builder.add(event, "0-1-5", COMMIT) == 1
+        batches.append(builder.flush())
+    del builder
+    for at, batch in zip((0, 2, 4), batches):
+        batch.validate(full=True)
+        assert batch.equals(python_batch(plan, events[at:at + 2]))
+    assert [batch.column("c0").to_pylist() for batch in batches] == [[0, 1], [2, 3], [4, 5]]
+
+
 def test_table_batches_keep_log_order_across_both_paths(row_arrow):
     """Events the compiled builder takes and events it hands back, interleaved: one table in log order."""
     col = column(ColumnType.DATE)
