@@ -28,6 +28,9 @@ event's offset inside the uncompressed payload. Inner events carry no checksum.
 The reader streams: it holds one event at a time, never the whole file, and it
 refuses an event longer than ``max_event_size`` (1 GiB by default, the largest
 ``max_allowed_packet`` a server accepts) before allocating anything for it.
+With the compiled build, :class:`binlog_codec.frames.Frames` frames the ordinary
+events in C from 1 MiB blocks of the file, and hands every other one to this
+module's code (see :meth:`BinlogReader._event_reader`).
 """
 
 from __future__ import annotations

@@ -162,13 +162,22 @@ cdef class ColumnBuffers:
 
     cdef int repeat_bytes(self, bytes value, Py_ssize_t count) except -1:
         """``count`` times the same string or binary ``value``; None is null."""
-        cdef Py_ssize_t i
+        cdef Py_ssize_t i, size
+        cdef int32_t end
         if value is None:
             return self.nulls(count)
+        size = PyBytes_GET_SIZE(value)
+        if self.data.length + size * count > MAX_OFFSET:
+            raise OverflowError("a change column passed 2 GiB in one batch")
+        grow(&self.data, size * count)
+        grow(&self.values, 4 * count)
         for i in range(count):
-            if not self.bytes_value(PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), 0):
-                raise OverflowError("a change column passed 2 GiB in one batch")
-        return 0
+            memcpy(self.data.data + self.data.length, PyBytes_AS_STRING(value), size)
+            self.data.length += size
+            end = <int32_t>self.data.length
+            memcpy(self.values.data + self.values.length, &end, 4)
+            self.values.length += 4
+        return self.mark(True, count)
 
     cdef int repeat_integer(self, value, Py_ssize_t count) except -1:
         """``count`` times the same integer of a FIXED column of width 4, 8 or 16 (an unsigned
@@ -207,8 +216,9 @@ cdef class ColumnBuffers:
         self.length += count
         return True
 
-    cdef int struct_rows(self, bint valid, Py_ssize_t count) except -1:
-        """The next ``count`` STRUCT rows: valid or null (their children get a value or a null each)."""
+    cdef int mark(self, bint valid, Py_ssize_t count) except -1:
+        """The next ``count`` rows, valid or null, their values written apart: a STRUCT's rows
+        (its children get a value or a null each), or values already in the buffers."""
         grow(&self.validity, count)
         memset(self.validity.data + self.validity.length, valid, count)
         self.validity.length += count
@@ -677,7 +687,7 @@ cdef class ArrowRows:
             self.before.nulls(added)
         elif delete:
             self.after.nulls(added)
-        self.before_rows.struct_rows(not insert, added)
+        self.before_rows.mark(not insert, added)
         return added
 
     cdef int truncate(self, Py_ssize_t length) except -1:
