@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy, memset
 
@@ -108,9 +108,9 @@ cdef class ColumnBuffers:
     cdef object type
 
     def __cinit__(self):
-        self.validity = Out(NULL, 0, 0)
-        self.values = Out(NULL, 0, 0)
-        self.data = Out(NULL, 0, 0)
+        self.validity = Out(NULL, 0, 0, 0)
+        self.values = Out(NULL, 0, 0, 0)
+        self.data = Out(NULL, 0, 0, 0)
 
     def __dealloc__(self):
         PyMem_Free(self.validity.data)
@@ -329,17 +329,20 @@ cdef class HandedOver:
 
 
 cdef object _buffer(Out *out):
-    """The contents of ``out`` as an Arrow buffer, without a copy; ``out`` starts empty again,
-    with room for as many bytes (memory not written to yet costs nothing)."""
+    """The contents of ``out`` as an Arrow buffer, without a copy; ``out`` starts empty again.
+    The room past the contents is given back, and the next write takes as much room at once
+    as ``out`` had (the next batch is likely as big): taken then rather than now, it can be the
+    memory of a batch its consumer has dropped in between."""
     cdef HandedOver handed
-    cdef Py_ssize_t capacity = out.capacity
+    cdef char *shrunk
     if out.data == NULL:  # nothing was ever written
         return pa.py_buffer(b"")
     handed = HandedOver.__new__(HandedOver)
-    handed.data, handed.length = out.data, out.length
-    out.data, out.length, out.capacity = NULL, 0, 0
-    if capacity:
-        grow(out, capacity)
+    # shrinking a block in place copies nothing
+    shrunk = <char *>PyMem_Realloc(out.data, out.length if out.length else 1)
+    handed.data = shrunk if shrunk != NULL else out.data
+    handed.length = out.length
+    out.data, out.length, out.first, out.capacity = NULL, 0, out.capacity, 0
     return pa.py_buffer(handed)
 
 
@@ -604,7 +607,7 @@ cdef class ArrowRows:
     cdef tuple file_name    # the last file met: (path, name as UTF-8, sequence)
 
     def __cinit__(self):
-        self.present_offsets = Out(NULL, 0, 0)
+        self.present_offsets = Out(NULL, 0, 0, 0)
 
     def __dealloc__(self):
         PyMem_Free(self.present_offsets.data)
