@@ -35,6 +35,8 @@ COMMON_CONF = {
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # Python workers do no linear algebra: numpy's BLAS threads would only take turns with the tasks.
+    "spark.executorEnv.OPENBLAS_NUM_THREADS": "1",
 }
 
 
