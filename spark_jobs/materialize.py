@@ -380,6 +380,9 @@ class FoldPlan:
 
 def _list_shapes(values: pa.ChunkedArray) -> tuple[list[int], list[tuple[str, ...]]]:
     """Per row, an id of its list of names, and each id's names (lists of names are few and repeat)."""
+    if not sum(len(chunk.values) for chunk in values.chunks):  # every list empty (or null): the usual case
+        nulls = values.is_null().to_numpy(zero_copy_only=False)
+        return (-nulls.astype(np.int64)).tolist(), [(), ()]
     joined = pc.binary_join(values, "\x00")  # MySQL identifiers never hold NUL
     encoded = (joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined).dictionary_encode()
     ids = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).tolist()
@@ -907,9 +910,23 @@ def _sort_keys(values: pa.ChunkedArray) -> list[np.ndarray]:
     valid = values.is_valid().to_numpy(zero_copy_only=False)
     if pa.types.is_integer(values.type):
         numbers = values.fill_null(0).to_numpy(zero_copy_only=False)
-    else:
-        numbers = pc.rank(values, sort_keys="ascending", tiebreaker="dense").to_numpy()
+    else:  # the rank of its value among the distinct values (file names: a few)
+        encoded = pc.dictionary_encode(values)
+        ranks = pc.rank(encoded.dictionary, sort_keys="ascending", tiebreaker="dense").to_numpy()
+        numbers = ranks[encoded.indices.fill_null(0).to_numpy(zero_copy_only=False)]
     return [valid, numbers]
+
+
+def _in_order(keys: Sequence[np.ndarray]) -> bool:
+    """Whether the rows are already sorted by ``keys`` (the first key first): each row's keys, at
+    the first that differs from the next row's, are smaller."""
+    undecided = np.ones(max(len(keys[0]) - 1, 0), dtype=bool)
+    for key in keys:
+        before, after = key[:-1], key[1:]
+        if (undecided & (before > after)).any():
+            return False
+        undecided &= before == after
+    return True
 
 
 def _sorted(table: pa.Table, *, prior_first: bool = False) -> pa.Table:
@@ -918,10 +935,9 @@ def _sorted(table: pa.Table, *, prior_first: bool = False) -> pa.Table:
     keys = [key for name in ORDER for key in _sort_keys(table.column(name))]
     if prior_first:
         keys.insert(0, ~table.column(PRIOR).to_numpy(zero_copy_only=False).astype(bool))
-    order = np.lexsort(keys[::-1])  # lexsort's last key is the first one sorted on
-    if np.array_equal(order, np.arange(len(order))):
+    if _in_order(keys):
         return table
-    return table.take(order)
+    return table.take(np.lexsort(keys[::-1]))  # lexsort's last key is the first one sorted on
 
 
 def fold_input(

@@ -707,3 +707,29 @@ def test_number_keys_hash_by_value_whatever_the_array():
     pairs = [pa.array([1, 1, None, 2], pa.int64()), pa.array([3, 3, 3, None], pa.decimal128(10, 0))]
     hashed = materialize_module._number_hash(pairs).tolist()
     assert hashed[0] == hashed[1] and len(set(hashed[1:])) == 3
+
+
+LOG_ORDER = ["_binlog_seq", "_binlog_file", "_binlog_pos", "_binlog_inner_offset", "_row_index"]
+
+
+@PROPERTIES
+@given(st.lists(st.tuples(
+    st.booleans(), st.sampled_from([None, 1, 2]), st.sampled_from(["b.1", "a.2", "a.10"]), st.integers(0, 3),
+    st.sampled_from([None, 0, 7]), st.integers(0, 2),
+), max_size=30))
+def test_log_order_sorts_nulls_first_current_rows_first_and_keeps_ties(rows):
+    """_sorted: the rows of current first, then log order with nulls first (file names as text);
+    rows with equal positions keep their order; rows already in order come back as they are."""
+    table = pa.table({
+        "__prior": pa.array([row[0] for row in rows], pa.bool_()),
+        **{name: pa.array([row[i + 1] for row in rows], kind) for i, (name, kind) in enumerate(zip(
+            LOG_ORDER, [pa.int64(), pa.string(), pa.int64(), pa.int32(), pa.int32()]))},
+        "n": pa.array(range(len(rows)), pa.int64()),
+    })
+    result = materialize_module._sorted(table, prior_first=True)
+
+    def key(row):
+        return (not row["__prior"], *((row[name] is not None, row[name] or 0) for name in LOG_ORDER), row["n"])
+
+    assert result.to_pylist() == sorted(table.to_pylist(), key=key)
+    assert materialize_module._sorted(result, prior_first=True) is result
