@@ -929,10 +929,15 @@ def _in_order(keys: Sequence[np.ndarray]) -> bool:
     return True
 
 
+def _order_keys(table: pa.Table) -> list[np.ndarray]:
+    """Numbers that sort the rows of ``table`` in log order (:data:`ORDER`, nulls first)."""
+    return [key for name in ORDER for key in _sort_keys(table.column(name))]
+
+
 def _sorted(table: pa.Table, *, prior_first: bool = False) -> pa.Table:
     """``table`` in log order (:data:`ORDER`, nulls first); ``prior_first``: the rows of ``current``
     before the changes. A table already in that order is returned as it is."""
-    keys = [key for name in ORDER for key in _sort_keys(table.column(name))]
+    keys = _order_keys(table)
     if prior_first:
         keys.insert(0, ~table.column(PRIOR).to_numpy(zero_copy_only=False).astype(bool))
     if _in_order(keys):
@@ -1248,10 +1253,17 @@ def _bucket_rows(bucket: int, inputs: Sequence[_Input], table: _Table) -> pa.Tab
     return pa.concat_tables(parts) if parts else pa.table({PRIOR: pa.array([], pa.bool_())})
 
 
-def _write_parquet(rows: pa.Table, name: str) -> None:
+def _write_parquet(rows: pa.Table, name: str, keep: np.ndarray | None = None) -> None:
+    """Write ``rows`` (``keep``: only the rows it marks) as a Parquet file, a row group at a time,
+    so that the rows kept are copied a row group at a time, never all at once."""
     filesystem, path = _filesystem(name)
     filesystem.create_dir(posixpath.dirname(path), recursive=True)
-    pq.write_table(rows, path, filesystem=filesystem, row_group_size=ROW_GROUP_ROWS, compression="snappy")
+    with pq.ParquetWriter(path, rows.schema, filesystem=filesystem, compression="snappy") as writer:
+        for start in range(0, rows.num_rows, ROW_GROUP_ROWS):
+            part = rows.slice(start, ROW_GROUP_ROWS)
+            part = part if keep is None else _where(part, keep[start : start + ROW_GROUP_ROWS])
+            if part.num_rows:
+                writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
 
 
 def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[int, int]:
@@ -1263,16 +1275,20 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
         return 0, 0
     folded = fold_table(_sorted(rows, prior_first=True), table.plan)
     name = f"{table.run_name}-{bucket:05d}.parquet"
-    changes = _where(folded, ~_flags(folded, PRIOR)).drop_columns([FINAL, PRIOR])
-    days = changes.column(COMMIT_DATE)
-    for day in sorted(pc.unique(days).to_pylist(), key=lambda each: (each is None, each)):
-        chosen = pc.is_null(days) if day is None else pc.equal(days, pa.scalar(day, days.type))
+    change = ~_flags(folded, PRIOR)
+    days = folded.column(COMMIT_DATE)
+    output = folded.drop_columns([COMMIT_DATE, FINAL, PRIOR])
+    for day in sorted(pc.unique(days.filter(pa.array(change))).to_pylist(), key=lambda each: (each is None, each)):
+        chosen = _flags(pc.is_null(days) if day is None else pc.equal(days, pa.scalar(day, days.type))) & change
         folder = f"commit_date={NULL_PARTITION if day is None else day.isoformat()}"
-        _write_parquet(_where(changes, _flags(chosen)).drop_columns([COMMIT_DATE]), f"{table.scratch}/changes/{folder}/{name}")
-    latest = _sorted(_where(folded, _flags(folded, FINAL)).drop_columns([COMMIT_DATE, FINAL, PRIOR]))
-    if latest.num_rows:
-        _write_parquet(latest, f"{table.scratch}/current/{name}")
-    return changes.num_rows, latest.num_rows
+        _write_parquet(output, f"{table.scratch}/changes/{folder}/{name}", keep=chosen)
+    final = _flags(folded, FINAL)
+    if final.any():
+        if _in_order([key[final] for key in _order_keys(output)]):
+            _write_parquet(output, f"{table.scratch}/current/{name}", keep=final)
+        else:
+            _write_parquet(_sorted(_where(output, final)), f"{table.scratch}/current/{name}")
+    return int(change.sum()), int(final.sum())
 
 
 def _in_task(function, item: Any) -> Any:
