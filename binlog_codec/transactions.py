@@ -15,6 +15,10 @@ looks at what delimits a transaction and decodes nothing else:
 
 Everything between transactions (format description, rotate, previous GTIDs,
 GTID list, checkpoints, stop) belongs to none.
+
+The compiled build scans in C (:class:`binlog_codec.frames.TransactionScan`): it
+reads the same events and finds the same transactions, and errors, as
+:func:`scan_events` here (``tests/binlog_codec/test_transaction_scan.py``).
 """
 
 from __future__ import annotations
@@ -23,18 +27,19 @@ import os
 from dataclasses import dataclass
 from typing import Iterator, NamedTuple
 
+from . import compiled
 from .event_types import GTID_TYPES, ROWS_TYPES, EventType
 from .events import decode
 from .events.gtid import FL_STANDALONE
 from .reader import BinlogReader, EventHeader, RawEvent
 
-_BEGIN = (b"BEGIN", b"XA START", b"XA BEGIN")
-_ENDING_WORDS = (b"COMMIT", b"ROLLBACK")
-_XA_END = (b"XA COMMIT", b"XA ROLLBACK")
-_STATEMENTS = (EventType.QUERY, EventType.QUERY_COMPRESSED, EventType.EXECUTE_LOAD_QUERY)
-_COMMITS = (EventType.XID, EventType.XA_PREPARE, EventType.TRANSACTION_PAYLOAD)
+BEGIN_WORDS = (b"BEGIN", b"XA START", b"XA BEGIN")
+ENDING_WORDS = (b"COMMIT", b"ROLLBACK")
+XA_END_WORDS = (b"XA COMMIT", b"XA ROLLBACK")
+STATEMENTS = (EventType.QUERY, EventType.QUERY_COMPRESSED, EventType.EXECUTE_LOAD_QUERY)
+COMMITS = (EventType.XID, EventType.XA_PREPARE, EventType.TRANSACTION_PAYLOAD)
 # Events that belong to no transaction: they describe or delimit the file itself.
-_OUTSIDE = frozenset(
+OUTSIDE = frozenset(
     {
         EventType.FORMAT_DESCRIPTION,
         EventType.START_V3,
@@ -101,9 +106,9 @@ def _is_commit(text: bytes) -> bool:
     words = text.split(None, 2)
     if not words:
         return False
-    if words[0] in _ENDING_WORDS:
+    if words[0] in ENDING_WORDS:
         return len(words) == 1 or words[1] != b"TO"
-    return text.startswith(_XA_END)
+    return text.startswith(XA_END_WORDS)
 
 
 def _statement_end(raw: RawEvent) -> bool:
@@ -113,6 +118,8 @@ def _statement_end(raw: RawEvent) -> bool:
 
 
 class _Open:
+    """The transaction being read: where it starts, its GTID, whether it is explicit, its events so far."""
+
     def __init__(self, start: int, gtid: str | None, explicit: bool) -> None:
         self.start = start
         self.gtid = gtid
@@ -121,8 +128,21 @@ class _Open:
 
 
 def scan_transactions(path: str | os.PathLike[str], **reader_options) -> Iterator[Transaction]:
-    """Yield the transactions of one file in order; a trailing unfinished one has ``complete=False``."""
+    """Yield the transactions of one file in order; a trailing unfinished one has ``complete=False``.
+
+    ``reader_options`` are :class:`~binlog_codec.reader.BinlogReader`'s. With the compiled
+    build the events are scanned in C, with the same transactions and errors."""
     reader = BinlogReader(path, unwrap_payloads=False, **reader_options)
+    if compiled():
+        from .frames import TransactionScan
+
+        yield from TransactionScan(reader)
+    else:
+        yield from scan_events(reader)
+
+
+def scan_events(reader: BinlogReader) -> Iterator[Transaction]:
+    """The transactions of the events ``reader`` yields (a reader that does not unwrap payloads)."""
     current: _Open | None = None
     last: _Ending | None = None
     name = reader.name
@@ -134,12 +154,12 @@ def scan_transactions(path: str | os.PathLike[str], **reader_options) -> Iterato
             record = decode(raw)
             explicit = code == EventType.MARIADB_GTID and not record.flags & FL_STANDALONE
             current = _Open(raw.pos, record.gtid, explicit)
-        elif current is None and code not in _OUTSIDE:
+        elif current is None and code not in OUTSIDE:
             current = _Open(raw.pos, None, False)
         last = _Ending(raw.end_pos, raw.header, decode(raw).xid if code == EventType.XID else None)
         if current is None:
             continue
-        if code not in _OUTSIDE:
+        if code not in OUTSIDE:
             current.events += 1
         if _ends(raw, current):
             yield _transaction(name, current, raw.end_pos, True, last)
@@ -149,12 +169,13 @@ def scan_transactions(path: str | os.PathLike[str], **reader_options) -> Iterato
 
 
 def _ends(raw: RawEvent, current: _Open) -> bool:
+    """Whether ``raw`` ends the transaction ``current`` (a ``BEGIN`` makes it explicit)."""
     code = raw.type_code
-    if code in _COMMITS:
+    if code in COMMITS:
         return True
-    if code in _STATEMENTS:
+    if code in STATEMENTS:
         text = _query_text(raw) if code == EventType.QUERY else b""
-        if text.startswith(_BEGIN):
+        if text.startswith(BEGIN_WORDS):
             current.explicit = True
             return False
         return _is_commit(text) or not current.explicit

@@ -6,7 +6,7 @@ import pytest
 
 from binlog_codec.event_types import GTID_TYPES, EventType
 from binlog_codec.events import QueryEvent, read
-from binlog_codec.transactions import _OUTSIDE, scan_transactions
+from binlog_codec.transactions import OUTSIDE, scan_transactions
 from fixture_facts import expected, files_with_measured, good_files, path
 
 
@@ -38,7 +38,7 @@ def test_transactions_cover_every_commit(name):
             assert event.end_pos in ends
         if event.type_code in GTID_TYPES:
             assert event.pos in {t.start for t in transactions}
-    inside = [e.pos for e in events if e.type_code not in _OUTSIDE]
+    inside = [e.pos for e in events if e.type_code not in OUTSIDE]
     for position in inside:
         assert any(t.start <= position < t.end for t in transactions), position
     assert sum(t.events for t in transactions) == len(inside)
