@@ -1,5 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""Framing, and the event bodies the rows path reads most, in C (the compiled build only).
+"""Framing, the event bodies the rows path reads most, and the transaction scan, in C (the
+compiled build only).
 
 :class:`~binlog_codec.reader.BinlogReader` frames a file event by event, and
 :func:`~binlog_codec.events.decode` turns each body into its record; both are
@@ -18,8 +19,14 @@ reads, decodes or reports it exactly as it always does:
   GTID event; when a body is anything but plainly well formed they hand the
   event to :func:`~binlog_codec.events.decode`, which decodes it or raises the
   located error.
+* :class:`TransactionScan` is the loop of
+  :func:`~binlog_codec.transactions.scan_transactions`: it frames events with
+  :class:`Frames` without making a :class:`RawEvent`, weighs each one in C (GTID,
+  BEGIN, COMMIT, XID, STMT_END_F) and makes Python objects per transaction; the
+  GTID and XID bodies it cannot read plainly go to ``decode``.
 
-Tests check that both give the same events (``tests/binlog_codec/test_frames.py``).
+Tests check that both give the same events (``tests/binlog_codec/test_frames.py``)
+and the same transactions (``tests/binlog_codec/test_transaction_scan.py``).
 """
 
 cimport cython
@@ -30,13 +37,16 @@ import zlib
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdint cimport uint8_t, uint64_t
+from libc.string cimport memcmp
 
 from binlog_codec.image_bytes cimport little_endian
 
 from . import transactions
 from .event_types import GTID_TYPES, ROWS_TYPES, EventType
 from .events import decode
-from .events.gtid import FL_COMPLETED_XA, FL_GROUP_COMMIT_ID, FL_PREPARED_XA, FL_STANDALONE
+from .events import gtid as gtid_events
+from .events.base import uuid_text
+from .events.gtid import FL_COMPLETED_XA, FL_GROUP_COMMIT_ID, FL_PREPARED_XA, FL_STANDALONE, LOGICAL_TIMESTAMP_TYPECODE
 from .events.rows_header import RowsEvent
 from .reader import CHECKSUM_CRC32, HEADER_V4, EventHeader, RawEvent
 from .transactions import BEGIN_WORDS, ENDING_WORDS, STMT_END_F, XA_END_WORDS, Transaction
@@ -267,7 +277,8 @@ def mariadb_gtid(raw):
 cdef enum Role:
     INSIDE = 0            # an event of a transaction that neither starts nor ends it
     OUTSIDE = 1           # an event of no transaction
-    STARTS = 2            # a MySQL GTID, anonymous or tagged GTID event: starts one
+    STARTS = 2            # a tagged GTID event: starts one
+    STARTS_MYSQL = 9      # a MySQL GTID or anonymous GTID event: starts one
     STARTS_MARIADB = 3    # a MariaDB GTID event: starts one, explicit unless flagged standalone
     ENDS_WITH_XID = 4     # an XID event: ends one
     ENDS = 5              # XA_PREPARE, TRANSACTION_PAYLOAD: end one
@@ -283,14 +294,20 @@ cdef enum Words:
 
 cdef uint8_t ROLES[256]
 cdef int QUERY_CODE = EventType.QUERY
+cdef int ANONYMOUS_CODE = EventType.ANONYMOUS_GTID
 cdef int PAYLOAD_CODE = EventType.TRANSACTION_PAYLOAD
 cdef int STANDALONE_FLAG = FL_STANDALONE
+cdef int LOGICAL_TIMESTAMP = LOGICAL_TIMESTAMP_TYPECODE
+cdef uint64_t COMMIT_TS_ORIGINAL_FOLLOWS = gtid_events.COMMIT_TS_ORIGINAL_FOLLOWS
+cdef uint64_t SERVER_VERSION_ORIGINAL_FOLLOWS = gtid_events.SERVER_VERSION_ORIGINAL_FOLLOWS
 
 
 cdef int role_of(code) except -1:
     """The role of the events of type ``code``, from the event-type sets of binlog_codec.transactions."""
     if code == EventType.MARIADB_GTID:
         return STARTS_MARIADB
+    if code in (EventType.GTID, EventType.ANONYMOUS_GTID):
+        return STARTS_MYSQL
     if code in GTID_TYPES:
         return STARTS
     if code in transactions.OUTSIDE:
@@ -417,6 +434,29 @@ cdef bint statement_end(const Event *event, int post_header) noexcept:
     return present > 0 and little_endian(event.body + width, <int>present) & STMT_END_F
 
 
+cdef bint mysql_gtid_reads(const uint8_t *p, Py_ssize_t size) except -1:
+    """Whether ``events.gtid`` reads a MySQL GTID or anonymous GTID event body without an error,
+    its optional parts each whole (the layout is in ``events.gtid``); an 8-byte transaction
+    length is left to it too."""
+    cdef Py_ssize_t at = 25  # flags 1 | sid 16 | gno 8
+    if size < at:
+        return False
+    if at == size or p[at] != LOGICAL_TIMESTAMP:
+        return True
+    at += 17  # lt_type 1 | last_committed 8 | sequence_number 8
+    if at > size:
+        return False
+    if size - at >= 7:  # commit timestamps
+        at += 14 if little_endian(p + at, 7) & COMMIT_TS_ORIGINAL_FOLLOWS else 7
+        if at > size:
+            return False
+    if at < size and packed_int(p, &at, size) < 0:  # transaction length
+        return False
+    if size - at >= 4:  # server versions
+        at += 8 if little_endian(p + at, 4) & SERVER_VERSION_ORIGINAL_FOLLOWS else 4
+    return at <= size
+
+
 @cython.final
 cdef class TransactionScan:
     """The transactions of a :class:`~binlog_codec.reader.BinlogReader`'s file (one that does
@@ -446,6 +486,9 @@ cdef class TransactionScan:
     cdef bint has_last
     cdef Event last
     cdef object last_xid
+    # the server UUID of the last MySQL GTID read, as bytes and as text
+    cdef bytes sid
+    cdef str sid_text
 
     def __init__(self, reader):
         self.reader = reader
@@ -527,7 +570,7 @@ cdef class TransactionScan:
     cdef int step(self, Event *event, raw) except -1:
         """Take one event (``raw``: its RawEvent, None when framed here), as ``scan_events`` does."""
         cdef int role = ROLES[event.type_code]
-        if role == STARTS or role == STARTS_MARIADB:
+        if role == STARTS or role == STARTS_MARIADB or role == STARTS_MYSQL:
             if self.open:
                 self.close(event.pos, False)
             self.begin_with_gtid(event, raw, role)
@@ -558,8 +601,19 @@ cdef class TransactionScan:
             gtid = mariadb_gtid_text(event.body, event.body_size, event.server_id)
             if gtid is not None:
                 return self.begin(event.pos, gtid, not event.body[12] & STANDALONE_FLAG)
+        elif role == STARTS_MYSQL and mysql_gtid_reads(event.body, event.body_size):
+            return self.begin(event.pos, self.mysql_gtid(event), False)
         record = decode(self.raw_event(event, raw))
         return self.begin(event.pos, record.gtid, role == STARTS_MARIADB and not record.flags & STANDALONE_FLAG)
+
+    cdef str mysql_gtid(self, const Event *event):
+        """The GTID of a MySQL GTID event (``sid:gno``) or ``ANONYMOUS``, as ``events.gtid`` reads it."""
+        if event.type_code == ANONYMOUS_CODE:
+            return "ANONYMOUS"
+        if self.sid is None or memcmp(PyBytes_AS_STRING(self.sid), event.body + 1, 16) != 0:
+            self.sid = PyBytes_FromStringAndSize(<const char *>event.body + 1, 16)
+            self.sid_text = uuid_text(self.sid)
+        return f"{self.sid_text}:{little_endian(event.body + 17, 8)}"
 
     cdef object xid(self, const Event *event, raw):
         """The XID of an XID event (``xid 8``); a body of any other size is decode's to refuse."""

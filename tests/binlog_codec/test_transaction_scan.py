@@ -155,12 +155,31 @@ def test_each_statement_is_read_the_same(frames, tmp_path, statement, opening):
     assert same_scan(frames, path)[0]
 
 
+SIDS = ["3e11fa47-71ca-11e1-9e33-c80aa9429562", "00000000-0000-0000-0000-000000000001"]
+
+
+def mysql_gtid_body(draw) -> bytes:
+    """A MySQL GTID body with any of its optional parts, whole, cut short or followed by more bytes."""
+    gtid = Gtid(
+        sid=draw(st.sampled_from(SIDS)),
+        gno=draw(st.integers(1, 1 << 63)),
+        last_committed=draw(st.none() | st.integers(0, 99)),
+        immediate_commit_timestamp=draw(st.none() | st.integers(0, (1 << 55) - 1)),
+        original_commit_timestamp=draw(st.none() | st.integers(0, (1 << 55) - 1)),
+        transaction_length=draw(st.none() | st.sampled_from([0, 250, 251, 70_000, 1 << 30, 1 << 40])),
+        immediate_server_version=draw(st.none() | st.sampled_from([80040, 90100])),
+        original_server_version=draw(st.none() | st.sampled_from([80040, 50700])),
+        commit_group_ticket=draw(st.none() | st.integers(0, 1 << 63)),
+    )
+    body = gtid_body(gtid)
+    cut = draw(st.sampled_from([None, None, None, -1, -4, -7, 24, 25, 26, 41, 42]))
+    return body[:cut] + draw(st.sampled_from([b"", b"", b"\x00", b"\xfb", b"\xfe\x01", bytes(12)]))
+
+
 def gtid_event(draw) -> tuple[int, bytes]:
     kind = draw(st.sampled_from(["mysql"] * 3 + ["anonymous"] + ["mariadb"] * 4 + ["tagged", "short"]))
     if kind in ("mysql", "anonymous"):
-        gtid = Gtid(sid="3e11fa47-71ca-11e1-9e33-c80aa9429562", gno=draw(st.integers(1, 1 << 40)),
-                    last_committed=draw(st.sampled_from([None, 0, 5])))
-        return (EventType.GTID if kind == "mysql" else EventType.ANONYMOUS_GTID), gtid_body(gtid)
+        return (EventType.GTID if kind == "mysql" else EventType.ANONYMOUS_GTID), mysql_gtid_body(draw)
     if kind == "mariadb":
         body = draw(st.binary(min_size=12, max_size=12)) + bytes([draw(st.sampled_from(MARIADB_FLAGS))])
         return EventType.MARIADB_GTID, body + draw(st.sampled_from([b"", bytes(6), bytes(8)]) | st.binary(max_size=12))
@@ -203,4 +222,16 @@ def events(draw) -> tuple[int, bytes]:
 def test_any_events_are_scanned_the_same(frames, tmp_path, made, server, checksum, cut):
     path = tmp_path / "made.000001"
     write_events(path, made, server, checksum, cut)
+    same_scan(frames, path)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_gtid_is_read_or_refused_the_same(frames, tmp_path, data):
+    """GTID events of every shape, each starting a transaction the next XID ends."""
+    made = []
+    for _ in range(data.draw(st.integers(1, 6))):
+        made += [gtid_event(data.draw), (EventType.XID, bytes(8))]
+    path = tmp_path / "gtids.000001"
+    write_events(path, made)
     same_scan(frames, path)
