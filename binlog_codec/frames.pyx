@@ -492,9 +492,6 @@ cdef class TransactionScan:
 
     def __init__(self, reader):
         self.reader = reader
-        self.found = []
-        self.open = False
-        self.has_last = False
 
     def __iter__(self):
         """The transactions in order; a trailing unfinished one has ``complete=False``."""
@@ -503,6 +500,9 @@ cdef class TransactionScan:
         with open(reader.path, "rb") as stream:
             reader.file_size = os.fstat(stream.fileno()).st_size
             self.frames = Frames(reader)
+            self.found = []
+            self.open = False
+            self.has_last = False
             while pos != END:
                 try:
                     pos = self.scan(stream, pos)
