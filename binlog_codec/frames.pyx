@@ -277,14 +277,14 @@ def mariadb_gtid(raw):
 cdef enum Role:
     INSIDE = 0            # an event of a transaction that neither starts nor ends it
     OUTSIDE = 1           # an event of no transaction
-    STARTS = 2            # a tagged GTID event: starts one
-    STARTS_MYSQL = 9      # a MySQL GTID or anonymous GTID event: starts one
+    STARTS_MYSQL = 2      # a MySQL GTID or anonymous GTID event: starts one
     STARTS_MARIADB = 3    # a MariaDB GTID event: starts one, explicit unless flagged standalone
-    ENDS_WITH_XID = 4     # an XID event: ends one
-    ENDS = 5              # XA_PREPARE, TRANSACTION_PAYLOAD: end one
-    QUERY = 6             # BEGIN, COMMIT, ROLLBACK, ... or a statement: ends one outside BEGIN
-    STATEMENT = 7         # QUERY_COMPRESSED, EXECUTE_LOAD_QUERY: a statement
-    ROWS = 8              # ends the statement outside BEGIN whose last rows event it is
+    STARTS = 4            # a tagged GTID event: starts one
+    ENDS_WITH_XID = 5     # an XID event: ends one
+    ENDS = 6              # XA_PREPARE, TRANSACTION_PAYLOAD: end one
+    QUERY = 7             # BEGIN, COMMIT, ROLLBACK, ... or a statement: ends one outside BEGIN
+    STATEMENT = 8         # QUERY_COMPRESSED, EXECUTE_LOAD_QUERY: a statement
+    ROWS = 9              # ends the statement outside BEGIN whose last rows event it is
 
 # What the text of a QUERY event says.
 cdef enum Words:
@@ -324,6 +324,7 @@ cdef int role_of(code) except -1:
 
 
 cdef int learn_roles() except -1:
+    """Fill ROLES, the role of each type code."""
     cdef int code
     for code in range(256):
         ROLES[code] = role_of(code)
