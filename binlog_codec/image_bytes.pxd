@@ -97,13 +97,12 @@ cdef struct Out:
     char *data
     Py_ssize_t length
     Py_ssize_t capacity
-    Py_ssize_t first      # the bytes to take when data is first needed (0: 64 KiB)
 
 
 cdef inline int grow(Out *out, Py_ssize_t more) except -1:
-    """Room for ``more`` bytes after the buffer's contents (doubling, from ``first`` or 64 KiB)."""
+    """Room for ``more`` bytes after the buffer's contents (doubling, from 64 KiB)."""
     cdef Py_ssize_t wanted = out.length + more
-    cdef Py_ssize_t capacity = out.capacity if out.capacity else (out.first if out.first else 65536)
+    cdef Py_ssize_t capacity = out.capacity if out.capacity else 65536
     cdef char *grown
     if wanted <= out.capacity:
         return 0

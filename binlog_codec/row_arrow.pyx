@@ -35,10 +35,9 @@ from pathlib import PurePath
 
 import pyarrow as pa
 
-from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t, uintptr_t
 from libc.string cimport memcpy, memset
 
 from binlog_codec.image_bytes cimport (
@@ -108,9 +107,9 @@ cdef class ColumnBuffers:
     cdef object type
 
     def __cinit__(self):
-        self.validity = Out(NULL, 0, 0, 0)
-        self.values = Out(NULL, 0, 0, 0)
-        self.data = Out(NULL, 0, 0, 0)
+        self.validity = Out(NULL, 0, 0)
+        self.values = Out(NULL, 0, 0)
+        self.data = Out(NULL, 0, 0)
 
     def __dealloc__(self):
         PyMem_Free(self.validity.data)
@@ -310,40 +309,14 @@ cdef class ColumnBuffers:
         return built
 
 
-@cython.final
-cdef class HandedOver:
-    """The bytes of a buffer a builder has given up, read by pyarrow in place (the buffer
-    protocol) and freed with the last Arrow buffer over them."""
-
-    cdef char *data
-    cdef Py_ssize_t length
-
-    def __dealloc__(self):
-        PyMem_Free(self.data)
-
-    def __getbuffer__(self, Py_buffer *view, int flags):
-        PyBuffer_FillInfo(view, self, self.data, self.length, 1, flags)
-
-    def __releasebuffer__(self, Py_buffer *view):
-        pass
-
-
 cdef object _buffer(Out *out):
-    """The contents of ``out`` as an Arrow buffer, without a copy; ``out`` starts empty again.
-    The room past the contents is given back, and the next write takes as much room at once
-    as ``out`` had (the next batch is likely as big): taken then rather than now, it can be the
-    memory of a batch its consumer has dropped in between."""
-    cdef HandedOver handed
-    cdef char *shrunk
-    if out.data == NULL:  # nothing was ever written
-        return pa.py_buffer(b"")
-    handed = HandedOver.__new__(HandedOver)
-    # shrinking a block in place copies nothing
-    shrunk = <char *>PyMem_Realloc(out.data, out.length if out.length else 1)
-    handed.data = shrunk if shrunk != NULL else out.data
-    handed.length = out.length
-    out.data, out.length, out.first, out.capacity = NULL, 0, out.capacity, 0
-    return pa.py_buffer(handed)
+    """The contents of ``out`` copied into a buffer of Arrow's memory pool; ``out`` keeps its
+    room for the next batch. (Handing the block itself to Arrow saved the copy but left the C
+    allocator's heap to grow with every batch in a long-lived process.)"""
+    buffer = pa.allocate_buffer(out.length)
+    if out.length:
+        memcpy(<char *><uintptr_t>buffer.address, out.data, out.length)
+    return buffer
 
 
 @cython.final
@@ -607,7 +580,7 @@ cdef class ArrowRows:
     cdef tuple file_name    # the last file met: (path, name as UTF-8, sequence)
 
     def __cinit__(self):
-        self.present_offsets = Out(NULL, 0, 0, 0)
+        self.present_offsets = Out(NULL, 0, 0)
 
     def __dealloc__(self):
         PyMem_Free(self.present_offsets.data)

@@ -443,7 +443,7 @@ cdef class Lines:
     cdef Out out
 
     def __cinit__(self):
-        self.out.data, self.out.length, self.out.capacity, self.out.first = NULL, 0, 0, 0
+        self.out.data, self.out.length, self.out.capacity = NULL, 0, 0
 
     def __dealloc__(self):
         PyMem_Free(self.out.data)

@@ -137,6 +137,16 @@ def fixture_files() -> list[Path]:
     return sorted(path for path in FIXTURES.rglob("*") if path.is_file() and path.suffix not in (".md", ".json"))
 
 
+@st.composite
+def damaged_copies(draw, sample: bytes) -> tuple[bytes, bool]:
+    """A copy of ``sample`` with one byte (after the magic) changed and maybe cut short, and
+    whether to verify checksums while reading it."""
+    damaged = bytearray(sample)
+    damaged[draw(st.integers(4, len(sample) - 1))] = draw(st.integers(0, 255))
+    cut = draw(st.one_of(st.none(), st.integers(0, len(sample))))
+    return bytes(damaged[:cut]), draw(st.booleans())
+
+
 @pytest.fixture(scope="module")
 def both_outputs():
     """The outputs of every fixture file, from the build in use and from the pure-Python modules."""

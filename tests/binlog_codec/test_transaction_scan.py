@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_compiled import fixture_files, require_compiled
+from test_compiled import damaged_copies, fixture_files, require_compiled
 
 from binlog_codec import transactions
 from binlog_codec.errors import BinlogError
@@ -91,17 +91,11 @@ def test_the_files_have_every_kind_of_transaction(frames):
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    at=st.integers(4, len(SAMPLE) - 1),
-    value=st.integers(0, 255),
-    cut=st.one_of(st.none(), st.integers(0, len(SAMPLE))),
-    verify=st.booleans(),
-)
-def test_a_damaged_file_is_scanned_and_reported_the_same(frames, tmp_path, at, value, cut, verify):
-    damaged = bytearray(SAMPLE)
-    damaged[at] = value
+@given(case=damaged_copies(SAMPLE))
+def test_a_damaged_file_is_scanned_and_reported_the_same(frames, tmp_path, case):
+    data, verify = case
     path = tmp_path / "damaged.000001"
-    path.write_bytes(bytes(damaged[:cut]))
+    path.write_bytes(data)
     same_scan(frames, path, verify_checksums=verify)
 
 

@@ -27,7 +27,6 @@ from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -43,8 +42,6 @@ from spark_jobs.materialize import (
     INCOMPLETE,
     MergedSchema,
     SchemaConflict,
-    fold_input,
-    fold_table,
     materialize,
     materialize_tables,
     merge_schemas,
