@@ -447,14 +447,19 @@ def _keys(arrays: list[pa.Array], convert: bool) -> list[tuple]:
     return list(zip(*columns))
 
 
-def row_keys(table: pa.Table, key: Sequence[str]) -> tuple[list[tuple], list[tuple]]:
-    """Per row, the values of the key columns in its after-image and in its before-image (nested
-    values made hashable; a row without a before-image: nulls)."""
+def row_keys(table: pa.Table, key: Sequence[str], rows: np.ndarray | None = None) -> tuple[list[tuple], list[tuple]]:
+    """Per row (``rows``: of these rows only, in their order), the values of the key columns in
+    its after-image and in its before-image (nested values made hashable; a row without a
+    before-image: nulls)."""
     before = table.column(BEFORE).combine_chunks()
     before_columns = dict(zip((each.name for each in before.type), before.flatten()))
     after = [table.column(name).combine_chunks() for name in key]
+    before = [before_columns[name] for name in key]
+    if rows is not None:
+        chosen = pa.array(rows, pa.int64())
+        after, before = [array.take(chosen) for array in after], [array.take(chosen) for array in before]
     convert = any(pa.types.is_nested(array.type) for array in after)
-    return _keys(after, convert), _keys([before_columns[name] for name in key], convert)
+    return _keys(after, convert), _keys(before, convert)
 
 
 class _Entry:
@@ -491,7 +496,8 @@ class _Fold:
         self.unrepresentable = _sparse_maps(table.column(UNREPRESENTABLE))
         self.diffs = _sparse_maps(table.column(DIFFS))
         self.applied: dict[int, list[str]] = {}  # per column, the documents diff vectors gave it
-        self.keys_after, self.keys_before = row_keys(table, plan.key)
+        self.keys_after: list = []  # per row, its keys (row_keys), read by _read_keys
+        self.keys_before: list = []
         self._known_before()
         self._columns_of = functools.lru_cache(maxsize=None)(self._columns)
         self.states: dict[tuple, list[_Entry]] = {}
@@ -602,8 +608,19 @@ class _Fold:
         _, _, key_present = self._columns_of(version, self.present_ids[r], self.partial_ids[r])
         return tuple(a if carried else b for a, b, carried in zip(self.keys_after[r], self.keys_before[r], key_present))
 
+    def _read_keys(self, rows: np.ndarray | None = None) -> None:
+        """The keys of every row (``rows``: of these only, the others None): only the rows the
+        row loop visits need them."""
+        if rows is None:
+            self.keys_after, self.keys_before = row_keys(self.table, self.plan.key)
+            return
+        self.keys_after, self.keys_before = [None] * self.n, [None] * self.n
+        for r, after, before in zip(rows.tolist(), *row_keys(self.table, self.plan.key, rows)):
+            self.keys_after[r], self.keys_before[r] = after, before
+
     def key_changes(self) -> list[tuple[tuple, tuple]]:
         """(key before, key after) of every row, all updates."""
+        self._read_keys()
         return [(self.keys_before[r], self._key_after(r, version)) for r, version in enumerate(self.versions.tolist())]
 
     def _value(self, pointer: int, j: int) -> Any:
@@ -642,6 +659,7 @@ class _Fold:
         """Settle the inserts of a key no other row names: each is its key's whole story, its output
         its own after-image, set for all of them at once. What :meth:`_settle` does for a primary
         key of exact types, for every other key (a multiset of rows, floats, nested values)."""
+        self._read_keys()
         named = [
             self.keys_after[r] if prior[r] or op in INSERTS else self.keys_before[r] for r, op in enumerate(self.ops)
         ]
@@ -730,7 +748,9 @@ class _Fold:
     def run(self) -> None:
         handlers = {**dict.fromkeys(INSERTS, self._insert), UPDATE: self._update, DELETE: self._delete}
         versions, prior, ops = self.versions.tolist(), self.prior.tolist(), self.ops
-        if not (self.plan.unique and self._settle()):
+        if self.plan.unique and self._settle():
+            self._read_keys(np.flatnonzero(~self.settled))
+        else:
             self._lone_inserts(versions, prior)
         for r in np.flatnonzero(~self.settled).tolist():
             if prior[r]:
