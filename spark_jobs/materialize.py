@@ -88,15 +88,20 @@ How (Spark, :func:`materialize`). Spark runs three waves of Python tasks over
 the table's files (staged files and the ``current`` files, grouped by Parquet
 schema from their footers); the rows never pass through the JVM:
 
-1. *Key changes*, a task per staged file: the updates whose after-image moves
-   the row to another key (rare under a primary key; every real update of a
-   table without one). The driver joins them, in log order, into connected
-   components (union-find), so that all changes of one row -- across key
-   changes -- share a group, named by its first key.
+1. *Key changes*: the updates whose after-image moves the row to another key
+   (rare under a primary key; every real update of a table without one). The
+   driver joins them, in log order, into connected components (union-find), so
+   that all changes of one row -- across key changes -- share a group, named by
+   its first key.
 2. *Buckets*, a task per file: each row, projected onto the merged schema, goes
-   to the bucket of its group (CRC-32 of the group's key, so every process
-   agrees), an Arrow file per bucket and input. A table small enough for one
-   bucket skips this wave.
+   to the bucket of its group (a hash of the group's key that every process
+   agrees on), an Arrow file per bucket and input. A table small enough for one
+   bucket skips both waves.
+
+   Without a primary key, wave 1 is a task per staged file reading only the key
+   columns, before wave 2. Under one, wave 2 runs first, bucketing each row by
+   its own key and finding the key changes in the same read; only when it finds
+   some does it run again, by their groups.
 3. *Fold*, a task per bucket: the bucket's rows sorted in log order
    (``_binlog_seq``, ``_binlog_file``, ``_binlog_pos``, ``_binlog_inner_offset``
    nulls first, ``_row_index``; the ``current`` rows before them) and folded
@@ -167,7 +172,7 @@ from binlog_codec import json_binary, json_diff, json_text
 from binlog_codec.arrow import BEFORE_PREFIX
 
 from .gc_pause import paused_gc
-from . import image_files
+from . import image_files, parquet_encoding
 from .layout import table_folder
 from .task_cpus import fit_to_task
 
@@ -1164,21 +1169,29 @@ def _may_move(updates: pa.Table, plan: FoldPlan) -> np.ndarray:
     return may
 
 
+def _moves(rows: pa.Table, plan: FoldPlan) -> list[tuple[tuple, Any, Any]]:
+    """The updates among ``rows`` (projected and tagged) whose after-image moves the row to another
+    key, as (log order, before key, after key); only the updates that may move a key
+    (:func:`_may_move`) are looked at row by row."""
+    updates = rows.filter(pc.and_(pc.invert(rows.column(PRIOR)), pc.equal(rows.column(OP), UPDATE)))
+    updates = _where(updates, _may_move(updates, plan))
+    if not updates.num_rows:
+        return []
+    order = zip(*(updates.column(name).to_pylist() for name in ORDER))
+    moves = _Fold(updates, plan).key_changes()
+    return [(_log_order(position), before, after) for position, (before, after) in zip(order, moves) if before != after]
+
+
 def _key_changes(source: _Input, table: _Table) -> list[tuple[tuple, Any, Any]]:
-    """The updates of a staged file whose after-image moves the row to another key, as
-    (log order, before key, after key); only the columns that say so are read, and only the
-    updates that may move a key (:func:`_may_move`) are looked at row by row."""
+    """The key changes (:func:`_moves`) of a staged file, reading only the columns that say so."""
     if source.prior:
         return []
-    found = []
-    for rows in _batches(source, {*table.plan.key, OP, BEFORE, PRESENT, PARTIAL, *ORDER}, before=table.plan.key):
-        updates = rows.filter(pc.equal(rows.column(OP), UPDATE))
-        updates = _tagged(_where(updates, _may_move(updates, table.plan)), table.merged, source.version, False)
-        if updates.num_rows:
-            order = zip(*(updates.column(name).to_pylist() for name in ORDER))
-            moves = _Fold(updates, table.plan).key_changes()
-            found += [(_log_order(position), before, after) for position, (before, after) in zip(order, moves) if before != after]
-    return found
+    columns = {*table.plan.key, OP, BEFORE, PRESENT, PARTIAL, *ORDER}
+    return [
+        move
+        for rows in _batches(source, columns, before=table.plan.key)
+        for move in _moves(_tagged(rows, table.merged, source.version, False), table.plan)
+    ]
 
 
 def _log_order(position: tuple) -> tuple:
@@ -1233,13 +1246,17 @@ def _part_file(table: _Table, bucket: int, source: int) -> str:
     return f"{table.scratch}/parts/{bucket:05d}/{source:05d}.arrow"
 
 
-def _partition(number: int, source: _Input, table: _Table, roots: dict) -> list[int]:
-    """One input file's rows, projected and tagged, written into an Arrow file per bucket; rows per bucket."""
+def _partition(number: int, source: _Input, table: _Table, roots: dict, moves: bool = False) -> tuple[list[int], list]:
+    """One input file's rows, projected and tagged, written into an Arrow file per bucket; rows per
+    bucket, and (``moves``) the key changes among them (:func:`_moves`), found in the same read."""
     filesystem, _ = _filesystem(table.scratch)
     writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
     counts = [0] * table.buckets
+    found = []
     try:
         for rows in _read_input(source, table.merged):
+            if moves and not source.prior:
+                found += _moves(rows, table.plan)
             numbers = _bucket_numbers(rows, table.plan, roots, table.buckets)
             order = np.argsort(numbers, kind="stable")
             rows, numbers = rows.take(order), numbers[order]
@@ -1256,7 +1273,7 @@ def _partition(number: int, source: _Input, table: _Table, roots: dict) -> list[
     finally:
         for writer in writers.values():
             writer.close()
-    return counts
+    return counts, found
 
 
 def _bucket_rows(bucket: int, inputs: Sequence[_Input], table: _Table) -> pa.Table:
@@ -1275,10 +1292,14 @@ def _bucket_rows(bucket: int, inputs: Sequence[_Input], table: _Table) -> pa.Tab
 
 def _write_parquet(rows: pa.Table, name: str, keep: np.ndarray | None = None) -> None:
     """Write ``rows`` (``keep``: only the rows it marks) as a Parquet file, a row group at a time,
-    so that the rows kept are copied a row group at a time, never all at once."""
+    so that the rows kept are copied a row group at a time, never all at once; columns whose
+    values repeat are dictionary encoded (:func:`parquet_encoding.dictionary_columns`)."""
     filesystem, path = _filesystem(name)
     filesystem.create_dir(posixpath.dirname(path), recursive=True)
-    with pq.ParquetWriter(path, rows.schema, filesystem=filesystem, compression="snappy") as writer:
+    dictionary = parquet_encoding.dictionary_columns(rows)
+    with pq.ParquetWriter(
+        path, rows.schema, filesystem=filesystem, compression="snappy", use_dictionary=dictionary
+    ) as writer:
         for start in range(0, rows.num_rows, ROW_GROUP_ROWS):
             part = rows.slice(start, ROW_GROUP_ROWS)
             part = part if keep is None else _where(part, keep[start : start + ROW_GROUP_ROWS])
@@ -1354,14 +1375,35 @@ def _components(edges: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     return [(original[key], original[find(key)]) for key in parent if find(key) != key]
 
 
-def _key_roots(spark, inputs: Sequence[_Input], table: _Table) -> tuple[dict, int]:
-    """Per key that key changes link to an earlier key, the root of its component (see
-    :func:`_components`), and the number of key changes."""
-    found = [move for moves in _run(spark, functools.partial(_key_changes, table=table), inputs) for move in moves]
-    found.sort(key=lambda move: move[0])
+def _key_roots(found: list[tuple[tuple, Any, Any]]) -> dict:
+    """Per key that the key changes ``found`` (in any order) link to an earlier key, the root of its
+    component (see :func:`_components`)."""
+    found = sorted(found, key=lambda move: move[0])
     mapping = _components([(before, after) for _, before, after in found])
     log.info("%d key changes link %d keys to an earlier key", len(found), len(mapping))
-    return {_hashable_row(key): _hashable_row(root) for key, root in mapping}, len(found)
+    return {_hashable_row(key): _hashable_row(root) for key, root in mapping}
+
+
+def _bucketed(spark, inputs: Sequence[_Input], table: _Table) -> tuple[list[int], int]:
+    """Every input's rows into the parts of their buckets (waves 1 and 2 of :func:`materialize`);
+    the rows per bucket and the number of key changes.
+
+    Under a primary key, key changes are rare: the rows are bucketed by their own keys while the
+    key changes are looked for in the same read, and only if there are any is the bucketing done
+    again, by the roots they give. Without one, every real update is a key change, so they are
+    looked for first (reading only the key columns)."""
+    partition = functools.partial(_partition, table=table)
+    if table.plan.unique:
+        per_input = _run(spark, lambda item: partition(*item, roots={}, moves=True), list(enumerate(inputs)))
+        found = [move for _, moves in per_input for move in moves]
+        if not found:
+            return [sum(counts) for counts in zip(*(counts for counts, _ in per_input))], 0
+        _remove(f"{table.scratch}/parts")
+    else:
+        found = [move for moves in _run(spark, functools.partial(_key_changes, table=table), inputs) for move in moves]
+    roots = _key_roots(found)
+    per_input = _run(spark, lambda item: partition(*item, roots=roots), list(enumerate(inputs)))
+    return [sum(counts) for counts in zip(*(counts for counts, _ in per_input))], len(found)
 
 
 def _bucket_count(spark, rows: int, rows_per_file: int, slot_rows: int | None) -> int:
@@ -1420,10 +1462,10 @@ def materialize(
         database, table, len(staged_files), len(staged), len(inputs) - len(staged_files), rows, work.buckets,
         len(merged.image), list(key), "" if unique else " (no primary key: every column)",
     )
-    roots, key_changes = _key_roots(spark, inputs, work) if work.buckets > 1 else ({}, None)
+    key_changes = None
     if work.buckets > 1:
-        per_input = _run(spark, lambda item: _partition(*item, table=work, roots=roots), list(enumerate(inputs)))
-        log.info("%s.%s: rows per bucket %s", database, table, [sum(counts) for counts in zip(*per_input)])
+        per_bucket, key_changes = _bucketed(spark, inputs, work)
+        log.info("%s.%s: %d key changes; rows per bucket %s", database, table, key_changes, per_bucket)
     counts = _run(spark, lambda bucket: _fold_bucket(bucket, inputs, work), range(work.buckets))
     if not sum(latest for _, latest in counts):  # every row deleted: the table keeps its schema
         _write_parquet(merged.schema.empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
