@@ -1,10 +1,10 @@
 """Decode: binlog files into staged row images, table versions and a transaction index.
 
 :func:`decode` plans the splits on the driver (:mod:`spark_jobs.splits`) and
-runs one Spark task per split. A task decodes its split with ``binlog_codec``
-and writes its files itself; what comes back through Spark is one small Arrow
-summary row per split (``mapInArrow``), never a row change. The staging folder
-then holds::
+runs one Spark task per split (:func:`spark_jobs.tasks.run`). A task decodes its
+split with ``binlog_codec`` and writes its files itself; what comes back through
+Spark is one small summary per split (:data:`SUMMARY_SCHEMA`), never a row
+change. The staging folder then holds::
 
     images/<db>/<table>/schema_id=<id>/part-<file>-<start>-<end>.arrow
         the row changes of one table version in one split, in log order, as
@@ -63,11 +63,10 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from binlog_codec import errors
 from binlog_codec.arrow import TABLE_SCHEMA, Commit, UNSIGNED_BIGINT, binlog_seq, table_schema_row
@@ -79,11 +78,10 @@ from binlog_codec.table_batches import TableBatches
 from binlog_codec.table_map import TableMap
 from binlog_codec.transactions import Transaction
 
-from . import image_files
+from . import image_files, tasks
 from .gc_pause import paused_gc
 from .layout import path_part
 from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_events, split_transactions
-from .task_cpus import fit_to_task
 
 log = logging.getLogger(__name__)
 
@@ -403,15 +401,10 @@ def decode_split(split: Split, work_dir: str | os.PathLike[str], batch_rows: int
     return summary
 
 
-def _decode_tasks(
-    batches: Iterable[pa.RecordBatch], splits: list[Split], work_dir: str, batch_rows: int
-) -> Iterator[pa.RecordBatch]:
-    """The ``mapInArrow`` function: split ids in, one summary row per split out."""
-    fit_to_task()
-    for batch in batches:
-        for index in batch.column("id").to_pylist():
-            summary = decode_split(splits[index], work_dir, batch_rows)
-            yield pa.RecordBatch.from_pylist([summary], schema=SUMMARY_SCHEMA)
+def _decode_task(index: int, splits: list[Split], work_dir: str, batch_rows: int) -> dict[str, Any]:
+    """One task: split number ``index`` decoded; its summary, shaped by :data:`SUMMARY_SCHEMA`."""
+    summary = decode_split(splits[index], work_dir, batch_rows)
+    return pa.Table.from_pylist([summary], schema=SUMMARY_SCHEMA).to_pylist()[0]
 
 
 # -- driver ---------------------------------------------------------------------------
@@ -419,10 +412,8 @@ def _decode_tasks(
 
 def _run_tasks(spark, plan: SplitPlan, work_dir: Path, batch_rows: int) -> list[dict[str, Any]]:
     """One task per split; the summaries, in split order."""
-    task = functools.partial(_decode_tasks, splits=list(plan), work_dir=str(work_dir), batch_rows=batch_rows)
-    frame = spark.range(len(plan), numPartitions=len(plan))
-    summaries = frame.mapInArrow(task, from_arrow_schema(SUMMARY_SCHEMA)).toArrow().to_pylist()
-    return sorted(summaries, key=lambda summary: summary["split"])
+    task = functools.partial(_decode_task, splits=list(plan), work_dir=str(work_dir), batch_rows=batch_rows)
+    return tasks.run(spark, task, range(len(plan)))
 
 
 def _as_error(failed: dict[str, Any]) -> errors.BinlogError:

@@ -172,9 +172,8 @@ from binlog_codec import json_binary, json_diff, json_text
 from binlog_codec.arrow import BEFORE_PREFIX
 
 from .gc_pause import paused_gc
-from . import image_files, parquet_encoding
+from . import image_files, parquet_encoding, tasks
 from .layout import table_folder
-from .task_cpus import fit_to_task
 
 log = logging.getLogger(__name__)
 
@@ -1332,18 +1331,6 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
     return int(change.sum()), int(final.sum())
 
 
-def _in_task(function, item: Any) -> Any:
-    fit_to_task()
-    return function(item)
-
-
-def _run(spark, function, items: Sequence[Any]) -> list[Any]:
-    """``function`` over ``items`` as Spark tasks, one each (Arrow sized to the task); their results in order."""
-    if not items:
-        return []
-    return spark.sparkContext.parallelize(list(items), len(items)).map(functools.partial(_in_task, function)).collect()
-
-
 def _hashable_row(value: Any) -> Any:
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
@@ -1394,25 +1381,30 @@ def _bucketed(spark, inputs: Sequence[_Input], table: _Table) -> tuple[list[int]
     looked for first (reading only the key columns)."""
     partition = functools.partial(_partition, table=table)
     if table.plan.unique:
-        per_input = _run(spark, lambda item: partition(*item, roots={}, moves=True), list(enumerate(inputs)))
+        per_input = tasks.run(spark, lambda item: partition(*item, roots={}, moves=True), list(enumerate(inputs)))
         found = [move for _, moves in per_input for move in moves]
         if not found:
             return [sum(counts) for counts in zip(*(counts for counts, _ in per_input))], 0
         _remove(f"{table.scratch}/parts")
     else:
-        found = [move for moves in _run(spark, functools.partial(_key_changes, table=table), inputs) for move in moves]
+        found = [move for moves in tasks.run(spark, functools.partial(_key_changes, table=table), inputs) for move in moves]
     roots = _key_roots(found)
-    per_input = _run(spark, lambda item: partition(*item, roots=roots), list(enumerate(inputs)))
+    per_input = tasks.run(spark, lambda item: partition(*item, roots=roots), list(enumerate(inputs)))
     return [sum(counts) for counts in zip(*(counts for counts, _ in per_input))], len(found)
 
 
 def _bucket_count(spark, rows: int, rows_per_file: int, slot_rows: int | None) -> int:
     """Buckets (fold tasks, and files per output) for ``rows`` input rows: about ``rows_per_file``
     rows each at most, and enough to give each Spark slot its share of the work: ``slot_rows``
-    rows (the share of this table alone when None), never fewer than :data:`SPREAD_ROWS` a bucket."""
-    slots = spark.sparkContext.defaultParallelism
+    rows (the share of this table alone when None), never fewer than :data:`SPREAD_ROWS` a bucket.
+    A table cut for memory is cut into a multiple of the slots, so that its last buckets are not
+    folded by one slot while the others wait."""
+    slots = max(1, spark.sparkContext.defaultParallelism)
     share = round(rows / slot_rows) if slot_rows else slots
-    return max(1, -(-rows // rows_per_file), min(share, rows // SPREAD_ROWS))
+    for_memory = -(-rows // rows_per_file)
+    if for_memory > 1:
+        for_memory = -(-for_memory // slots) * slots
+    return max(1, for_memory, min(share, rows // SPREAD_ROWS))
 
 
 def materialize(
@@ -1466,7 +1458,7 @@ def materialize(
     if work.buckets > 1:
         per_bucket, key_changes = _bucketed(spark, inputs, work)
         log.info("%s.%s: %d key changes; rows per bucket %s", database, table, key_changes, per_bucket)
-    counts = _run(spark, lambda bucket: _fold_bucket(bucket, inputs, work), range(work.buckets))
+    counts = tasks.run(spark, lambda bucket: _fold_bucket(bucket, inputs, work), range(work.buckets))
     if not sum(latest for _, latest in counts):  # every row deleted: the table keeps its schema
         _write_parquet(merged.schema.empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
     changes_files = _publish_files(f"{scratch}/changes", table_folder(target, "changes", database, table), run_name, replace=False)

