@@ -7,7 +7,9 @@ data between Python and the JVM as Arrow
 pickled rows) and works in UTC. A local master also gets what a laptop or a
 test wants: no web UI, few shuffle partitions, the loopback address, Python
 workers started with this interpreter (so they import ``binlog_codec`` from the
-same environment) and quiet JVM logs. On a cluster, the session ships
+same environment) and quiet JVM logs. Where ``make`` built a class archive of
+the driver's JVM (:mod:`spark_jobs.class_archive`), the session maps it, which
+takes two seconds off its start. On a cluster, the session ships
 ``binlog_codec`` and ``spark_jobs`` to the executors as a zip
 (:func:`code_archive`); their Python needs pyarrow and zstandard installed.
 """
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import Mapping
 
 from pyspark.sql import SparkSession
+
+from . import class_archive
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,9 @@ def build_session(
     if master.startswith("local"):
         settings.update(local_conf())
     settings.update(conf or {})
+    java_options = class_archive.with_archive(settings.get(class_archive.JAVA_OPTIONS))
+    if java_options:
+        settings[class_archive.JAVA_OPTIONS] = java_options
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
