@@ -99,7 +99,9 @@ def _exercise(spark, scratch: Path) -> None:
 
 def build(target: Path) -> Path:
     """Start a session whose JVM archives its classes as it exits, run :func:`_exercise`, stop
-    it, and put the archive at ``target`` (written beside it first, then renamed)."""
+    it, and put the archive at ``target`` (written beside it first, then renamed), its size and
+    CRC-32 recorded beside it. Run it in a process that has no Spark session yet (the command
+    line does): an existing session's JVM would be reused, and archive nothing."""
     from pyspark import SparkContext
 
     from .session import build_session

@@ -1379,18 +1379,23 @@ def _bucketed(spark, inputs: Sequence[_Input], table: _Table) -> tuple[list[int]
     key changes are looked for in the same read, and only if there are any is the bucketing done
     again, by the roots they give. Without one, every real update is a key change, so they are
     looked for first (reading only the key columns)."""
-    partition = functools.partial(_partition, table=table)
+    def wave(roots: dict, moves: bool) -> tuple[list[int], list]:
+        per_input = tasks.run(
+            spark, lambda item: _partition(*item, table=table, roots=roots, moves=moves), list(enumerate(inputs))
+        )
+        return [sum(counts) for counts in zip(*(counts for counts, _ in per_input))], [
+            move for _, found in per_input for move in found
+        ]
+
     if table.plan.unique:
-        per_input = tasks.run(spark, lambda item: partition(*item, roots={}, moves=True), list(enumerate(inputs)))
-        found = [move for _, moves in per_input for move in moves]
+        per_bucket, found = wave({}, moves=True)
         if not found:
-            return [sum(counts) for counts in zip(*(counts for counts, _ in per_input))], 0
+            return per_bucket, 0
         _remove(f"{table.scratch}/parts")
     else:
         found = [move for moves in tasks.run(spark, functools.partial(_key_changes, table=table), inputs) for move in moves]
-    roots = _key_roots(found)
-    per_input = tasks.run(spark, lambda item: partition(*item, roots=roots), list(enumerate(inputs)))
-    return [sum(counts) for counts in zip(*(counts for counts, _ in per_input))], len(found)
+    per_bucket, _ = wave(_key_roots(found), moves=False)
+    return per_bucket, len(found)
 
 
 def _bucket_count(spark, rows: int, rows_per_file: int, slot_rows: int | None) -> int:
