@@ -734,3 +734,36 @@ def test_log_order_sorts_nulls_first_current_rows_first_and_keeps_ties(rows):
 
     assert result.to_pylist() == sorted(table.to_pylist(), key=key)
     assert materialize_module._sorted(result, prior_first=True) is result
+
+
+NAMES = ["id", "name", "qty", "tag", "doc"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.lists(st.sampled_from(NAMES), unique=True)), min_size=1, max_size=40),
+    st.integers(0, 5),
+)
+def test_indexed_names_read_back_and_shape_like_the_names(lists, cut):
+    """Lists of present columns as dictionary indices: the same lists back as strings, the same
+    shapes (one id per set of names, nulls -1) as the lists of strings, also for a sliced column."""
+    strings = pa.array(lists, pa.list_(pa.string())).slice(min(cut, len(lists) - 1))
+    indexed = materialize_module.indexed_names(strings, NAMES)
+    back = materialize_module.named(pa.chunked_array([indexed]))
+    assert back.type == pa.list_(pa.string()) and back.to_pylist() == strings.to_pylist()
+    ids, shapes = materialize_module._list_shapes(pa.chunked_array([indexed]))
+    text_ids, text_shapes = materialize_module._list_shapes(pa.chunked_array([strings]))
+    for row, names in enumerate(strings.to_pylist()):
+        assert (ids[row] == -1) == (names is None)
+        assert set(shapes[ids[row]]) == set(names or []) == set(text_shapes[text_ids[row]])
+        assert list(shapes[ids[row]]) == [name for name in NAMES if name in (names or [])]  # dictionary order
+    distinct = {None if names is None else frozenset(names) for names in strings.to_pylist()}
+    assert len(set(ids)) == len(distinct)  # one id per set of names: their order is the table's anyway
+    for name in NAMES:
+        assert (materialize_module._carries(pa.chunked_array([indexed]), name)
+                == materialize_module._carries(pa.chunked_array([strings]), name)).all()
+
+
+def test_indexed_names_refuse_a_column_the_table_does_not_have():
+    with pytest.raises(ValueError, match=r"_present_columns names columns the table does not have: \['colour'\]"):
+        materialize_module.indexed_names(pa.array([["id"], ["colour", "id"]]), NAMES)
