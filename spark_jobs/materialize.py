@@ -1238,11 +1238,11 @@ def _key_changes(source: _Input, table: _Table) -> list[tuple[tuple, Any, Any]]:
     if source.prior:
         return []
     columns = {*table.plan.key, OP, BEFORE, PRESENT, PARTIAL, *ORDER}
-    return [
-        move
-        for rows in _batches(source, columns, before=table.plan.key)
-        for move in _moves(_tagged(rows, table.merged, source.version, False), table.plan)
-    ]
+    found = []
+    for rows in _batches(source, columns, before=table.plan.key):
+        updates = rows.filter(pc.equal(rows.column(OP), UPDATE))  # only they move keys: tag no other row
+        found += _moves(_tagged(updates, table.merged, source.version, False), table.plan)
+    return found
 
 
 def _log_order(position: tuple) -> tuple:
