@@ -1344,12 +1344,14 @@ def _bucket_rows(bucket: int, inputs: Sequence[_Input], table: _Table) -> pa.Tab
 def _write_parquet(rows: pa.Table, name: str, keep: np.ndarray | None = None) -> None:
     """Write ``rows`` (``keep``: only the rows it marks) as a Parquet file, a row group at a time,
     so that the rows kept are copied a row group at a time, never all at once; columns whose
-    values repeat are dictionary encoded (:func:`parquet_encoding.dictionary_columns`)."""
+    values repeat are dictionary encoded, and values inside lists and maps get no statistics
+    (:mod:`spark_jobs.parquet_encoding`)."""
     filesystem, path = _filesystem(name)
     filesystem.create_dir(posixpath.dirname(path), recursive=True)
-    dictionary = parquet_encoding.dictionary_columns(rows)
     with pq.ParquetWriter(
-        path, rows.schema, filesystem=filesystem, compression="snappy", use_dictionary=dictionary
+        path, rows.schema, filesystem=filesystem, compression="snappy",
+        use_dictionary=parquet_encoding.dictionary_columns(rows),
+        write_statistics=parquet_encoding.statistics_columns(rows),
     ) as writer:
         for start in range(0, rows.num_rows, ROW_GROUP_ROWS):
             part = rows.slice(start, ROW_GROUP_ROWS)

@@ -34,7 +34,7 @@ def test_leaf_names_are_the_ones_parquet_writes(tmp_path_factory, types):
     schema = pq.ParquetFile(path).metadata.schema
     written = [schema.column(i).path for i in range(len(schema))]
     named = [leaf for name, column in zip(table.column_names, table.columns)
-             for leaf, _ in parquet_encoding.leaves(name, column.combine_chunks())]
+             for leaf, _, _ in parquet_encoding.leaves(name, column.combine_chunks())]
     assert named == written
 
 
@@ -66,12 +66,27 @@ def test_written_files_use_dictionaries_where_chosen(tmp_path):
         "id": pa.array(range(rows), pa.int64()),
         "_op": pa.array(["c", "u"] * (rows // 2)),
         "_present_columns": pa.array([["id"]] * rows),
+        "_before": pa.array([{"id": i} for i in range(rows)]),
+        "_unrepresentable": pa.array([[]] * rows, pa.map_(pa.string(), pa.string())),
     })
     target = tmp_path / "changes.parquet"
     materialize._write_parquet(table, str(target))
     metadata = pq.ParquetFile(target).metadata
-    encodings = {metadata.schema.column(i).path: metadata.row_group(0).column(i).encodings for i in range(3)}
+    encodings = {metadata.schema.column(i).path: metadata.row_group(0).column(i).encodings for i in range(5)}
     assert "RLE_DICTIONARY" not in encodings["id"]
     assert "RLE_DICTIONARY" in encodings["_op"]
     assert "RLE_DICTIONARY" in encodings["_present_columns.list.element"]
+    statistics = {metadata.schema.column(i).path: metadata.row_group(0).column(i).is_stats_set for i in range(5)}
+    assert statistics == {"id": True, "_op": True, "_present_columns.list.element": False,
+                          "_before.id": True, "_unrepresentable.key_value.key": False}
     assert pq.read_table(target).equals(table)
+
+
+def test_statistics_for_every_leaf_outside_lists_and_maps():
+    table = pa.table({
+        "a": pa.array([1]),
+        "s": pa.array([{"x": 1, "l": [1]}]),
+        "l": pa.array([[{"y": 1}]]),
+        "m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())),
+    })
+    assert parquet_encoding.statistics_columns(table) == ["a", "s.x"]
