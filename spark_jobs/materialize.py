@@ -810,8 +810,22 @@ class _Fold:
     # -- output ---------------------------------------------------------------
 
     def _image_columns(self, pointers: np.ndarray) -> list[pa.Array]:
+        """Each output image column from the values its pointers name: a row's after-image value
+        (``r``), a before-image value (``n + r``), a document a diff gave (``2n + k``), or none
+        (-1). Where every row takes its own after-image value (or, for some, its own before-image
+        value: the rows settled at once), the column is that (or a choice between the two);
+        else one ``take``."""
         columns = []
+        rows = np.arange(self.n)
         for j in range(self.m):
+            own_after = pointers[:, j] == rows
+            if own_after.all():
+                columns.append(self.after[j])
+                continue
+            own_before = pointers[:, j] == rows + self.n
+            if (own_after | own_before).all():
+                columns.append(_choose(own_before, self.before[j], self.after[j]))
+                continue
             parts = [self.after[j], self.before[j]]
             if j in self.applied:
                 parts.append(pa.array(self.applied[j], type=self.after[j].type))
