@@ -82,10 +82,13 @@ cdef inline object describe_column(ColumnPlan *column, object layout):
 
 cdef inline array.array columns_of(dict chosen, object bitmap, Py_ssize_t count):
     """The columns a column bitmap (WL#5092) of a table of ``count`` columns selects, in
-    order, as an ``array('i')``: worked out once per bitmap, and kept in ``chosen``."""
+    order, as an ``array('i')``: worked out once per bitmap, and kept in ``chosen``. A bitmap
+    too short for ``count`` columns is a ValueError (its bytes are read without bounds checks)."""
     cdef bytes key = bytes(bitmap)
     found = chosen.get(key)
     if found is None:
+        if len(key) < (count + 7) // 8:
+            raise ValueError(f"a column bitmap of {len(key)} bytes for {count} columns")
         found = chosen[key] = array.array("i", [i for i in range(count) if key[i >> 3] >> (i & 7) & 1])
     return found
 

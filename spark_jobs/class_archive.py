@@ -85,7 +85,14 @@ def with_archive(options: str | None) -> str | None:
         log.warning("class archive %s is damaged (build it again: python -m spark_jobs.class_archive); "
                     "Spark starts without it", path)
         return options
-    return " ".join(filter(None, [options, f"-XX:SharedArchiveFile={path}"]))
+    return " ".join(filter(None, [options, java_option("SharedArchiveFile", path)]))
+
+
+def java_option(name: str, path: Path) -> str:
+    """``-XX:<name>=<path>`` as one word of Spark's Java options, which it splits at spaces:
+    in double quotes, a backslash before any quote or backslash of the path."""
+    text = str(path).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"-XX:{name}={text}"'
 
 
 def _exercise(spark, scratch: Path) -> None:
@@ -110,15 +117,19 @@ def build(target: Path) -> Path:
     partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     partial.unlink(missing_ok=True)
     spark = build_session("local[2]", app_name="binlake class archive",
-                          conf={JAVA_OPTIONS: f"-XX:ArchiveClassesAtExit={partial} -Xlog:cds*=error"})
+                          conf={JAVA_OPTIONS: f"{java_option('ArchiveClassesAtExit', partial)} -Xlog:cds*=error"})
     jvm = SparkContext._gateway.proc  # the JVM: it exits when its standard input closes
+    exercised = False
     try:
         with tempfile.TemporaryDirectory() as scratch:
             _exercise(spark, Path(scratch))
+        exercised = True
     finally:
         spark.stop()
         jvm.stdin.close()
         jvm.wait(timeout=EXIT_SECONDS)
+        if not exercised:
+            partial.unlink(missing_ok=True)  # a failed build leaves no 180 MB behind
     if not partial.is_file():
         raise RuntimeError(f"the JVM exited without writing {partial} (Java 13 or later is needed)")
     record = _fingerprint_file(target)

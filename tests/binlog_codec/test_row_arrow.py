@@ -171,6 +171,19 @@ def test_a_refused_event_takes_back_what_it_appended(row_arrow):
     assert batch.equals(python_batch(plan, [first], gtid=None, commit=None))
 
 
+def test_a_column_bitmap_too_short_for_the_table_is_an_error_not_a_read_past_it(row_arrow):
+    """The C builders read a bitmap's bytes without bounds checks: one shorter than the table's
+    columns need is refused (a RowsEvent made by hand; the decoders never make one)."""
+    cols = [dataclasses.replace(column(ColumnType.LONG, unsigned=False), index=i, name=f"c{i}") for i in range(9)]
+    plan = DecodingPlan(TableMap(1, "db", "t", cols))
+    python = ImageBatchBuilder(plan.table)
+    builder = row_arrow.ArrowRows(python.schema, python.schema_id, plan, [column_mapping(c).convert for c in cols])
+    event = rows_event("insert", cols, encode_row_image(cols, {"c0": 1}, [0]), [0], None)
+    short = dataclasses.replace(event, columns_before=event.columns_before[:1])
+    with pytest.raises(ValueError, match="a column bitmap of 1 bytes for 9 columns"):
+        builder.add(short, None, None)
+
+
 def test_a_flushed_batch_keeps_its_values_while_the_builder_goes_on(row_arrow):
     """flush hands its buffers over without a copy: the next batches are written elsewhere,
     and the batches outlive the builder."""

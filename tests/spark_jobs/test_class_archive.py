@@ -41,8 +41,8 @@ def test_the_option_is_added_only_for_an_intact_archive(tmp_path, monkeypatch):
     archive.write_bytes(b"x" * 1000)
     assert class_archive.with_archive("-Xmx1g") == "-Xmx1g"  # no fingerprint: not known whole
     _record(archive)
-    assert class_archive.with_archive(None) == f"-XX:SharedArchiveFile={archive}"
-    assert class_archive.with_archive("-Xmx1g") == f"-Xmx1g -XX:SharedArchiveFile={archive}"
+    assert class_archive.with_archive(None) == f'"-XX:SharedArchiveFile={archive}"'
+    assert class_archive.with_archive("-Xmx1g") == f'-Xmx1g "-XX:SharedArchiveFile={archive}"'
     assert class_archive.with_archive("-XX:SharedArchiveFile=/other.jsa") == "-XX:SharedArchiveFile=/other.jsa"
     assert class_archive.with_archive("-XX:ArchiveClassesAtExit=/new.jsa") == "-XX:ArchiveClassesAtExit=/new.jsa"
     archive.write_bytes(b"x" * 999)  # cut short
@@ -55,8 +55,14 @@ def test_the_option_is_added_only_for_an_intact_archive(tmp_path, monkeypatch):
     assert class_archive.archive_path() == Path(sys.prefix) / "share" / "binlake" / "spark-driver.jsa"
 
 
+def test_the_option_is_one_word_of_sparks_java_options():
+    """Spark splits its Java options at spaces, in quotes as a shell does (a backslash escapes)."""
+    assert class_archive.java_option("SharedArchiveFile", Path("/a b/c.jsa")) == '"-XX:SharedArchiveFile=/a b/c.jsa"'
+    assert class_archive.java_option("X", Path('/q"\\/c')) == '"-XX:X=/q\\"\\\\/c"'
+
+
 def test_a_built_archive_is_mapped_by_the_next_session_and_refused_when_cut(tmp_path):
-    archive = tmp_path / "share" / "driver.jsa"
+    archive = tmp_path / 'share "dir"' / "driver.jsa"  # a space and quotes: one word of the Java options
     built = subprocess.run([sys.executable, "-m", "spark_jobs.class_archive", "--target", str(archive)], cwd=REPO,
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]
@@ -65,7 +71,7 @@ def test_a_built_archive_is_mapped_by_the_next_session_and_refused_when_cut(tmp_
     # -Xshare:on: a JVM that cannot map the archive refuses to start, so a run proves it valid
     mapped = _session(str(archive), "-Xshare:on")
     assert mapped.returncode == 0, mapped.stderr[-3000:]
-    assert f"-Xshare:on -XX:SharedArchiveFile={archive}" in mapped.stdout and "sum: 55" in mapped.stdout
+    assert class_archive.java_option("SharedArchiveFile", archive) in mapped.stdout and "sum: 55" in mapped.stdout
     archive.write_bytes(archive.read_bytes()[: 1 << 20])  # cut short: it would crash the JVM
     cut = _session(str(archive))
     assert cut.returncode == 0, cut.stderr[-3000:]
@@ -79,4 +85,4 @@ def test_a_file_that_is_no_archive_is_ignored_by_the_jvm(tmp_path):
     _record(archive)
     run = _session(str(archive))
     assert run.returncode == 0, run.stderr[-3000:]
-    assert f"-XX:SharedArchiveFile={archive}" in run.stdout and "sum: 55" in run.stdout
+    assert class_archive.java_option("SharedArchiveFile", archive) in run.stdout and "sum: 55" in run.stdout
