@@ -424,16 +424,24 @@ def _list_shapes(values: pa.ChunkedArray) -> tuple[list[int], list[tuple[str, ..
 
 
 def _indexed_shapes(values: pa.ListArray) -> tuple[list[int], list[tuple[str, ...]]]:
-    """:func:`_list_shapes` of lists of dictionary indices: a row's set of indices as a row of
-    booleans, the distinct rows found by :func:`_row_patterns`."""
+    """:func:`_list_shapes` of lists of dictionary indices: a row's set of indices as bits of 64-bit
+    words (index i: bit i % 64 of word i // 64, OR-ed over the row's list), the distinct rows of
+    words found by :func:`_distinct_rows`."""
     flat = pc.list_flatten(values)
+    indices = flat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
-    matrix = np.zeros((len(values), len(flat.dictionary)), dtype=bool)
-    matrix[np.repeat(np.arange(len(values)), lengths), flat.indices.to_numpy(zero_copy_only=False)] = True
-    ids, patterns = _row_patterns(matrix)
+    starts = np.cumsum(lengths) - lengths
+    words = np.zeros((len(values), -(-len(flat.dictionary) // 64)), dtype=np.uint64)
+    for word in range(words.shape[1]):
+        inside = indices // 64 == word
+        bits = np.where(inside, np.left_shift(np.uint64(1), (indices % 64).astype(np.uint64)), np.uint64(0))
+        bits = np.append(bits, np.uint64(0))  # a start at the end (empty lists last) is inside for reduceat
+        words[:, word] = np.where(lengths > 0, np.bitwise_or.reduceat(bits, starts), np.uint64(0))
+    ids, patterns = _distinct_rows(words)
     ids[values.is_null().to_numpy(zero_copy_only=False)] = -1
     names = flat.dictionary.to_pylist()
-    return ids.tolist(), [tuple(names[j] for j in np.flatnonzero(row)) for row in patterns] + [()]
+    shapes = [tuple(names[i] for i in range(len(names)) if int(row[i // 64]) >> (i % 64) & 1) for row in patterns]
+    return ids.tolist(), shapes + [()]
 
 
 def _sparse_maps(values: pa.ChunkedArray) -> dict[int, dict[str, str]]:
@@ -449,12 +457,17 @@ def _row_patterns(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     packed = np.packbits(matrix, axis=1)
     words = np.zeros((len(matrix), -(-packed.shape[1] // 8) * 8), dtype=np.uint8)
     words[:, : packed.shape[1]] = packed
-    words = words.view(np.uint64)
+    ids, distinct = _distinct_rows(words.view(np.uint64))
+    return ids, np.unpackbits(distinct.view(np.uint8), axis=1)[:, : matrix.shape[1]].astype(bool)
+
+
+def _distinct_rows(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a matrix of 64-bit words the id of its distinct row, and the distinct rows."""
     if words.shape[1] == 1:
-        distinct, first, ids = np.unique(words[:, 0], return_index=True, return_inverse=True)
-    else:
-        distinct, first, ids = np.unique(words, axis=0, return_index=True, return_inverse=True)
-    return ids.reshape(-1), matrix[first]
+        distinct, ids = np.unique(words[:, 0], return_inverse=True)
+        return ids.reshape(-1), distinct[:, None]
+    distinct, ids = np.unique(words, axis=0, return_inverse=True)
+    return ids.reshape(-1), distinct
 
 
 def _hashable(value: Any) -> Any:
@@ -526,14 +539,16 @@ class _Fold:
     def __init__(self, table: pa.Table, plan: FoldPlan) -> None:
         self.table, self.plan = table, plan
         self.n, self.m = table.num_rows, len(plan.image)
-        self.after = [table.column(name).combine_chunks() for name in plan.image]
-        self.before = table.column(BEFORE).combine_chunks().flatten()
+        self.after = [table.column(name) for name in plan.image]  # chunked as read: combining them would copy
+        self.before = table.column(BEFORE).flatten()
         self.index = {name: j for j, name in enumerate(plan.image)}
         self.key_index = [self.index[name] for name in plan.key]
         self.in_version = np.array([[name in set(v) for name in plan.image] for v in plan.versions], dtype=bool)
         self.version_masks = self.in_version.tolist()
         self.version_sets = [set(np.flatnonzero(row).tolist()) for row in self.in_version]
-        self.ops = table.column(OP).to_pylist()
+        ops = table.column(OP).combine_chunks().dictionary_encode()
+        self.op_codes = ops.indices.fill_null(-1).to_numpy(zero_copy_only=False)  # per row, into op_names
+        self.op_names = ops.dictionary.to_pylist() + [None]  # a null _op (code -1) is the last
         self.prior = table.column(PRIOR).to_numpy(zero_copy_only=False).astype(bool)
         self.versions = table.column(VERSION).to_numpy(zero_copy_only=False).astype(np.int64)
         self.present_ids, self.present_shapes = _list_shapes(table.column(PRESENT))
@@ -706,13 +721,12 @@ class _Fold:
         its own after-image, set for all of them at once. What :meth:`_settle` does for a primary
         key of exact types, for every other key (a multiset of rows, floats, nested values)."""
         self._read_keys()
-        named = [
-            self.keys_after[r] if prior[r] or op in INSERTS else self.keys_before[r] for r, op in enumerate(self.ops)
-        ]
-        named += [self._key_after(r, versions[r]) for r, op in enumerate(self.ops) if op == UPDATE and not prior[r]]
+        ops = [self.op_names[code] for code in self.op_codes.tolist()]
+        named = [self.keys_after[r] if prior[r] or op in INSERTS else self.keys_before[r] for r, op in enumerate(ops)]
+        named += [self._key_after(r, versions[r]) for r, op in enumerate(ops) if op == UPDATE and not prior[r]]
         times = Counter(named)
         shapes: dict[tuple[int, int, int], list[int]] = {}
-        for r, op in enumerate(self.ops):
+        for r, op in enumerate(ops):
             if op in INSERTS and not prior[r] and times[self.keys_after[r]] == 1:
                 shapes.setdefault((versions[r], self.present_ids[r], self.partial_ids[r]), []).append(r)
         for (version, present, partial), rows in shapes.items():
@@ -748,16 +762,13 @@ class _Fold:
         for number, (columns_whole, _, _) in enumerate(columns):
             whole[number, columns_whole] = True
         carried = np.array([key_present for _, _, key_present in columns], dtype=bool).reshape(len(shapes), -1)
-        ops = self.table.column(OP)
         prior = self.prior
-        insert = _flags(pc.is_in(ops, pa.array(INSERTS))) & ~prior
-        update = _flags(pc.equal(ops, UPDATE)) & ~prior
-        delete = _flags(pc.equal(ops, DELETE)) & ~prior
+        insert, update, delete = (self._ops_in(names) & ~prior for names in (INSERTS, (UPDATE,), (DELETE,)))
         named, after = [], []
         for k, j in enumerate(self.key_index):
             named.append(_choose(update | delete, self.before[j], self.after[j]))
             after.append(_choose(delete | (update & ~carried[shape_ids, k]), self.before[j], self.after[j]))
-        ids = key_ids([pa.concat_arrays([a, b]) for a, b in zip(named, after)])
+        ids = key_ids([pa.concat_arrays(a.chunks + b.chunks) for a, b in zip(named, after)])
         if ids is None:
             return False
         named_id, after_id = ids[: self.n], ids[self.n :]
@@ -783,28 +794,33 @@ class _Fold:
         self.settled |= settled
         rows = np.arange(self.n)[:, None]
         from_after = (settled & ~delete)[:, None] & np.where(prior[:, None], version_mask, whole_rows)
-        from_before = (settled & delete)[:, None] & version_mask
-        self.out_pointers = np.where(from_after, rows, np.where(from_before, self.n + rows, self.out_pointers))
+        np.copyto(self.out_pointers, rows, where=from_after)
+        np.copyto(self.out_pointers, self.n + rows, where=(settled & delete)[:, None] & version_mask)
         for r in np.flatnonzero(settled & prior & (np.asarray(self.incomplete_ids) >= 0)).tolist():
             names = self.incomplete_shapes[self.incomplete_ids[r]]
             stale = {self.index[name] for name in names if name in self.index}
             if stale:
                 self.out_stale[r] = stale
 
+    def _ops_in(self, names: Sequence[str]) -> np.ndarray:
+        """Per row, whether its ``_op`` is one of ``names``."""
+        return np.isin(self.op_codes, [code for code, name in enumerate(self.op_names[:-1]) if name in names])
+
     def run(self) -> None:
         handlers = {**dict.fromkeys(INSERTS, self._insert), UPDATE: self._update, DELETE: self._delete}
-        versions, prior, ops = self.versions.tolist(), self.prior.tolist(), self.ops
+        versions, prior = self.versions.tolist(), self.prior.tolist()
         if self.plan.unique and self._settle():
             self._read_keys(np.flatnonzero(~self.settled))
         else:
             self._lone_inserts(versions, prior)
-        for r in np.flatnonzero(~self.settled).tolist():
+        looped = np.flatnonzero(~self.settled)
+        for r, code in zip(looped.tolist(), self.op_codes[looped].tolist()):
             if prior[r]:
                 self._current_row(r, versions[r])
             else:
-                handler = handlers.get(ops[r])
+                handler = handlers.get(self.op_names[code])
                 if handler is None:
-                    raise ValueError(f"row {r}: unknown _op {ops[r]!r}")
+                    raise ValueError(f"row {r}: unknown _op {self.op_names[code]!r}")
                 handler(r, versions[r])
 
     # -- output ---------------------------------------------------------------
@@ -826,7 +842,7 @@ class _Fold:
             if (own_after | own_before).all():
                 columns.append(_choose(own_before, self.before[j], self.after[j]))
                 continue
-            parts = [self.after[j], self.before[j]]
+            parts = self.after[j].chunks + self.before[j].chunks
             if j in self.applied:
                 parts.append(pa.array(self.applied[j], type=self.after[j].type))
             values = pa.concat_arrays(parts)
@@ -836,11 +852,11 @@ class _Fold:
 
     def _incomplete(self, pointers: np.ndarray) -> pa.Array:
         unknown = (pointers < 0) & self.in_version[self.versions]
-        names: list[list[str]] = [[] for _ in range(self.n)]
+        names: dict[int, list[str]] = {}
         for i in np.flatnonzero(unknown.any(axis=1)).tolist() + list(self.out_stale):
             columns = set(np.flatnonzero(unknown[i]).tolist()) | self.out_stale.get(i, set())
             names[i] = [self.plan.image[j] for j in sorted(columns)]
-        return pa.array(names, type=self.table.schema.field(INCOMPLETE).type)
+        return _sparse_lists(self.n, names, self.table.schema.field(INCOMPLETE).type)
 
     def _text(self, pointer: int, j: int) -> str | None:
         row, prefix = (pointer, "") if pointer < self.n else (pointer - self.n, BEFORE_PREFIX)
@@ -849,7 +865,7 @@ class _Fold:
     def _unrepresentable(self, pointers: np.ndarray) -> pa.Array:
         """Each output value's text where its source had one, then the row's own ``_before.`` texts."""
         kind = self.table.schema.field(UNREPRESENTABLE).type
-        entries: list[list[tuple[str, str]]] = [[] for _ in range(self.n)]
+        entries: dict[int, list[tuple[str, str]]] = {}
         if self.unrepresentable:
             has_text = np.zeros(2 * self.n, dtype=bool)
             has_text[list(self.unrepresentable)] = True
@@ -860,7 +876,7 @@ class _Fold:
                 found = [(self.plan.image[j], self._text(int(pointers[i, j]), j)) for j in np.flatnonzero(flagged[i])]
                 own = self.unrepresentable.get(i, {})
                 entries[i] = [e for e in found if e[1] is not None] + [e for e in own.items() if e[0].startswith(BEFORE_PREFIX)]
-        return pa.array(entries, type=kind)
+        return _sparse_lists(self.n, entries, kind)
 
     def _commit_dates(self) -> pa.Array:
         stamps = self.table.column(COMMIT_TS).combine_chunks()
@@ -869,7 +885,9 @@ class _Fold:
         return pa.array(days, mask=stamps.is_null().to_numpy(zero_copy_only=False)).cast(pa.date32())
 
     def output(self) -> pa.Table:
-        """The output rows: every change, and the ``current`` rows that stayed the latest of their key."""
+        """The output rows: every change, and the ``current`` rows that stayed the latest of their key
+        (``_present_columns`` as the input has it: lists of names as :func:`indexed_names` makes them
+        stay so, for :func:`_write_parquet`)."""
         pointers = self.out_pointers
         final = self.settled_final.copy()
         final[[entry.out for entries in self.states.values() for entry in entries]] = True
@@ -879,11 +897,21 @@ class _Fold:
         for each in changes:
             if each.name in (VERSION, PRIOR):
                 continue
-            arrays.append(computed[each.name] if each.name in computed else named(self.table.column(each.name)))
+            arrays.append(computed[each.name] if each.name in computed else self.table.column(each.name))
             names.append(each.name)
         arrays += [self._commit_dates(), pa.array(final), pa.array(self.prior)]
         names += [COMMIT_DATE, FINAL, PRIOR]
         return _where(pa.Table.from_arrays(arrays, names=names), ~self.prior | final)
+
+
+def _sparse_lists(n: int, entries: dict[int, list], kind: pa.DataType) -> pa.Array:
+    """``n`` lists (or maps) of type ``kind``, empty but in the rows ``entries`` gives: built from
+    those rows alone, so that the empty ones cost no Python object each."""
+    rows = sorted(entries)
+    given = pa.array([entries[r] for r in rows] + [[]], type=kind)
+    index = np.full(n, len(rows), dtype=np.int64)  # the empty list after the given ones
+    index[rows] = np.arange(len(rows))
+    return given.take(pa.array(index))
 
 
 def _choose(condition: np.ndarray, yes: pa.Array, no: pa.Array) -> pa.Array:
@@ -1062,6 +1090,7 @@ def materialize_tables(
     """
     rows, plan, merged = fold_input(staged, key_columns, current)
     folded = fold_table(rows, plan)
+    folded = folded.set_column(folded.schema.get_field_index(PRESENT), PRESENT, named(folded.column(PRESENT)))
     prior = folded.column(PRIOR)
     changes = folded.filter(pc.invert(prior)).drop_columns([FINAL, PRIOR])
     latest = _sorted(folded.filter(folded.column(FINAL)).drop_columns([COMMIT_DATE, FINAL, PRIOR]))
@@ -1359,11 +1388,16 @@ def _write_parquet(rows: pa.Table, name: str, keep: np.ndarray | None = None) ->
     """Write ``rows`` (``keep``: only the rows it marks) as a Parquet file, a row group at a time,
     so that the rows kept are copied a row group at a time, never all at once; columns whose
     values repeat are dictionary encoded, and values inside lists and maps get no statistics
-    (:mod:`spark_jobs.parquet_encoding`)."""
+    (:mod:`spark_jobs.parquet_encoding`).
+
+    The file holds Parquet's own types, not a copy of the Arrow schema: every Arrow type of the
+    warehouse reads back the same from them, but for the lists of names of :func:`indexed_names`,
+    which are written from their dictionary as they are (half the cost of writing them as text)
+    and read back as lists of strings, the type the warehouse contract gives them."""
     filesystem, path = _filesystem(name)
     filesystem.create_dir(posixpath.dirname(path), recursive=True)
     with pq.ParquetWriter(
-        path, rows.schema, filesystem=filesystem, compression="snappy",
+        path, rows.schema, filesystem=filesystem, compression="snappy", store_schema=False,
         use_dictionary=parquet_encoding.dictionary_columns(rows),
         write_statistics=parquet_encoding.statistics_columns(rows),
     ) as writer:

@@ -51,7 +51,10 @@ def leaves(name: str, values: pa.Array, repeated: bool = False) -> Iterator[tupl
 
 
 def _repeats(values: pa.Array) -> bool:
-    """Whether ``values`` hold at most one distinct value in :data:`REPEATS` (nulls aside)."""
+    """Whether ``values`` hold at most one distinct value in :data:`REPEATS` (nulls aside); values
+    already dictionary encoded are written from their dictionary."""
+    if pa.types.is_dictionary(values.type):
+        return True
     present = len(values) - values.null_count
     if not present:
         return True

@@ -39,7 +39,9 @@ from binlog_codec.table_map import Column, ColumnType, TableMap
 from fixture_facts import path
 import spark_jobs.materialize as materialize_module
 from spark_jobs.materialize import (
+    COMMIT_DATE,
     INCOMPLETE,
+    PRESENT,
     MergedSchema,
     SchemaConflict,
     materialize,
@@ -737,29 +739,29 @@ def test_log_order_sorts_nulls_first_current_rows_first_and_keeps_ties(rows):
 
 
 NAMES = ["id", "name", "qty", "tag", "doc"]
+WIDE = [f"c{number}" for number in range(130)]  # a set of names spans three 64-bit words
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.one_of(st.none(), st.lists(st.sampled_from(NAMES), unique=True)), min_size=1, max_size=40),
-    st.integers(0, 5),
-)
-def test_indexed_names_read_back_and_shape_like_the_names(lists, cut):
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([NAMES, WIDE]), st.data(), st.integers(0, 5))
+def test_indexed_names_read_back_and_shape_like_the_names(names, data, cut):
     """Lists of present columns as dictionary indices: the same lists back as strings, the same
-    shapes (one id per set of names, nulls -1) as the lists of strings, also for a sliced column."""
+    shapes (one id per set of names, nulls -1) as the lists of strings, also for a sliced column
+    and for tables of more columns than a 64-bit word has bits."""
+    lists = data.draw(st.lists(st.one_of(st.none(), st.lists(st.sampled_from(names), unique=True)), min_size=1, max_size=40))
     strings = pa.array(lists, pa.list_(pa.string())).slice(min(cut, len(lists) - 1))
-    indexed = materialize_module.indexed_names(strings, NAMES)
+    indexed = materialize_module.indexed_names(strings, names)
     back = materialize_module.named(pa.chunked_array([indexed]))
     assert back.type == pa.list_(pa.string()) and back.to_pylist() == strings.to_pylist()
     ids, shapes = materialize_module._list_shapes(pa.chunked_array([indexed]))
     text_ids, text_shapes = materialize_module._list_shapes(pa.chunked_array([strings]))
-    for row, names in enumerate(strings.to_pylist()):
-        assert (ids[row] == -1) == (names is None)
-        assert set(shapes[ids[row]]) == set(names or []) == set(text_shapes[text_ids[row]])
-        assert list(shapes[ids[row]]) == [name for name in NAMES if name in (names or [])]  # dictionary order
-    distinct = {None if names is None else frozenset(names) for names in strings.to_pylist()}
+    for row, given in enumerate(strings.to_pylist()):
+        assert (ids[row] == -1) == (given is None)
+        assert set(shapes[ids[row]]) == set(given or []) == set(text_shapes[text_ids[row]])
+        assert list(shapes[ids[row]]) == [name for name in names if name in (given or [])]  # dictionary order
+    distinct = {None if given is None else frozenset(given) for given in strings.to_pylist()}
     assert len(set(ids)) == len(distinct)  # one id per set of names: their order is the table's anyway
-    for name in NAMES:
+    for name in names:
         assert (materialize_module._carries(pa.chunked_array([indexed]), name)
                 == materialize_module._carries(pa.chunked_array([strings]), name)).all()
 
@@ -767,3 +769,20 @@ def test_indexed_names_read_back_and_shape_like_the_names(lists, cut):
 def test_indexed_names_refuse_a_column_the_table_does_not_have():
     with pytest.raises(ValueError, match=r"_present_columns names columns the table does not have: \['colour'\]"):
         materialize_module.indexed_names(pa.array([["id"], ["colour", "id"]]), NAMES)
+
+
+def test_a_written_bucket_reads_back_with_the_contract_types(tmp_path):
+    """The fold's output as a bucket writes it: lists of present columns written from their
+    dictionary indices, read back as lists of strings; every other column with its Arrow type
+    (tz-aware and naive timestamps, dates, decimals, maps) from Parquet's own types."""
+    log = Log(ITEMS)
+    records = [log.insert(id=1, name="a", born="2024-02-29"), log.update({"id": 1}, {"id": 1, "qty": 3}), log.delete(id=1)]
+    rows, plan, _ = materialize_module.fold_input([staged(records)], ["id"])
+    folded = materialize_module.fold_table(rows, plan).drop_columns([COMMIT_DATE, "__final", "__prior"])
+    assert pa.types.is_dictionary(folded.schema.field(PRESENT).type.value_type)
+    materialize_module._write_parquet(folded, str(tmp_path / "bucket.parquet"))
+    back = pq.read_table(tmp_path / "bucket.parquet")
+    expected = folded.set_column(folded.schema.get_field_index(PRESENT), PRESENT, materialize_module.named(folded.column(PRESENT)))
+    assert back.schema.remove_metadata() == expected.schema.remove_metadata()
+    assert back.to_pylist() == expected.to_pylist()
+    assert back.column(PRESENT).to_pylist()[0] == ["id", "name", "born"]
