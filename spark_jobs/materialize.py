@@ -408,30 +408,36 @@ def named(values: pa.ChunkedArray) -> pa.ChunkedArray:
     return values
 
 
-def _list_shapes(values: pa.ChunkedArray) -> tuple[list[int], list[tuple[str, ...]]]:
+def _list_shapes(values: pa.ChunkedArray) -> tuple[np.ndarray, list[tuple[str, ...]]]:
     """Per row, an id of its list of names, and each id's names (lists of names are few and repeat);
     lists of :func:`indexed_names` give their names in the dictionary's order."""
     if not sum(len(chunk.values) for chunk in values.chunks):  # every list empty (or null): the usual case
         nulls = values.is_null().to_numpy(zero_copy_only=False)
-        return (-nulls.astype(np.int64)).tolist(), [(), ()]
+        return -nulls.astype(np.int64), [(), ()]
     if pa.types.is_dictionary(values.type.value_type):
         return _indexed_shapes(values.combine_chunks())
     joined = pc.binary_join(values, "\x00")  # MySQL identifiers never hold NUL
     encoded = (joined.combine_chunks() if isinstance(joined, pa.ChunkedArray) else joined).dictionary_encode()
-    ids = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).tolist()
+    ids = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
     shapes = [tuple(text.split("\x00")) if text else () for text in encoded.dictionary.to_pylist()]
     return ids, shapes + [()]  # id -1 (a null list) is the last
 
 
-def _indexed_shapes(values: pa.ListArray) -> tuple[list[int], list[tuple[str, ...]]]:
-    """:func:`_list_shapes` of lists of dictionary indices: a row's set of indices as bits of 64-bit
-    words (index i: bit i % 64 of word i // 64, OR-ed over the row's list), the distinct rows of
-    words found by :func:`_distinct_rows`."""
+def _indexed_shapes(values: pa.ListArray) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """:func:`_list_shapes` of lists of dictionary indices. When every row holds the same list (full
+    row images: every column, in the same order), one comparison says so. Else a row's set of
+    indices becomes bits of 64-bit words (index i: bit i % 64 of word i // 64, OR-ed over the
+    row's list), and :func:`_distinct_rows` finds the distinct rows of words."""
     flat = pc.list_flatten(values)
-    indices = flat.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    names = flat.dictionary.to_pylist()
+    indices = flat.indices.to_numpy(zero_copy_only=False)
     lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
+    if not values.null_count and (lengths == lengths[0]).all():
+        grid = indices.reshape(len(values), int(lengths[0]))
+        if (grid == grid[0]).all():
+            return np.zeros(len(values), dtype=np.int64), [tuple(names[i] for i in sorted(set(grid[0].tolist()))), ()]
     starts = np.cumsum(lengths) - lengths
-    words = np.zeros((len(values), -(-len(flat.dictionary) // 64)), dtype=np.uint64)
+    words = np.zeros((len(values), -(-len(names) // 64)), dtype=np.uint64)
     for word in range(words.shape[1]):
         inside = indices // 64 == word
         bits = np.where(inside, np.left_shift(np.uint64(1), (indices % 64).astype(np.uint64)), np.uint64(0))
@@ -439,9 +445,8 @@ def _indexed_shapes(values: pa.ListArray) -> tuple[list[int], list[tuple[str, ..
         words[:, word] = np.where(lengths > 0, np.bitwise_or.reduceat(bits, starts), np.uint64(0))
     ids, patterns = _distinct_rows(words)
     ids[values.is_null().to_numpy(zero_copy_only=False)] = -1
-    names = flat.dictionary.to_pylist()
     shapes = [tuple(names[i] for i in range(len(names)) if int(row[i // 64]) >> (i % 64) & 1) for row in patterns]
-    return ids.tolist(), shapes + [()]
+    return ids, shapes + [()]
 
 
 def _sparse_maps(values: pa.ChunkedArray) -> dict[int, dict[str, str]]:
@@ -737,12 +742,15 @@ class _Fold:
 
     def _image_shapes(self) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
         """Per row, the id of its (table version, present columns, partial columns), and the distinct ones."""
-        present, partial = np.asarray(self.present_ids) + 1, np.asarray(self.partial_ids) + 1  # a null list is -1
+        present, partial = self.present_ids + 1, self.partial_ids + 1  # a null list is -1
         combined = (self.versions * (len(self.present_shapes) + 1) + present) * (len(self.partial_shapes) + 1) + partial
-        ids, _ = _dense_ids(pa.array(combined))
+        if self.n and (combined == combined[0]).all():  # one shape (one version, full images): the usual case
+            ids = np.zeros(self.n, dtype=np.int64)
+        else:
+            ids, _ = _dense_ids(pa.array(combined))
         rows = np.zeros(ids.max(initial=-1) + 1, dtype=np.int64)
         rows[ids] = np.arange(self.n)  # a row of each id (which one does not matter: they share the shape)
-        return ids, [(int(self.versions[r]), self.present_ids[r], self.partial_ids[r]) for r in rows.tolist()]
+        return ids, [(int(self.versions[r]), int(self.present_ids[r]), int(self.partial_ids[r])) for r in rows.tolist()]
 
     def _settle(self) -> bool:
         """Under a primary key, settle at once every row whose output is its own and whose key no
@@ -796,7 +804,7 @@ class _Fold:
         from_after = (settled & ~delete)[:, None] & np.where(prior[:, None], version_mask, whole_rows)
         np.copyto(self.out_pointers, rows, where=from_after)
         np.copyto(self.out_pointers, self.n + rows, where=(settled & delete)[:, None] & version_mask)
-        for r in np.flatnonzero(settled & prior & (np.asarray(self.incomplete_ids) >= 0)).tolist():
+        for r in np.flatnonzero(settled & prior & (self.incomplete_ids >= 0)).tolist():
             names = self.incomplete_shapes[self.incomplete_ids[r]]
             stale = {self.index[name] for name in names if name in self.index}
             if stale:

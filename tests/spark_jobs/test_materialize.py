@@ -766,6 +766,14 @@ def test_indexed_names_read_back_and_shape_like_the_names(names, data, cut):
                 == materialize_module._carries(pa.chunked_array([strings]), name)).all()
 
 
+@pytest.mark.parametrize("names", [["id", "name", "doc"], ["doc", "id", "name"], []])
+def test_indexed_names_of_one_list_in_every_row_are_one_shape(names):
+    """Full row images: every row lists the same names (in any order), one shape, in table order."""
+    indexed = materialize_module.indexed_names(pa.array([names] * 5, pa.list_(pa.string())), NAMES)
+    ids, shapes = materialize_module._list_shapes(pa.chunked_array([indexed]))
+    assert ids.tolist() == [0] * 5 and shapes[0] == tuple(name for name in NAMES if name in names)
+
+
 def test_indexed_names_refuse_a_column_the_table_does_not_have():
     with pytest.raises(ValueError, match=r"_present_columns names columns the table does not have: \['colour'\]"):
         materialize_module.indexed_names(pa.array([["id"], ["colour", "id"]]), NAMES)
