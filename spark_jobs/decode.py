@@ -61,6 +61,7 @@ import shutil
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -538,9 +539,11 @@ def decode(
     *,
     start_positions: Mapping[str, int] | None = None,
     batch_rows: int = BATCH_ROWS,
+    scanned: Mapping[str, Future] | None = None,
 ) -> DecodeResult:
     """Decode ``files`` (in log order) into ``staging_dir``; see the module docstring.
-    ``start_positions``: per file path, the transaction boundary to start at (default 0).
+    ``start_positions``: per file path, the transaction boundary to start at (default 0);
+    ``scanned``: transaction scans started ahead (:func:`spark_jobs.splits.scan_ahead`).
 
     Raises the ``binlog_codec`` error of the first split (or file) that cannot
     be decoded; nothing new is then visible in ``staging_dir``.
@@ -549,7 +552,7 @@ def decode(
     staging = Path(staging_dir).resolve()
     files = list(files)
     slots = spark.sparkContext.defaultParallelism
-    plan = plan_splits(files, balanced_target(files, target_bytes, slots, start_positions), start_positions)
+    plan = plan_splits(files, balanced_target(files, target_bytes, slots, start_positions), start_positions, scanned)
     work_dir = staging / TEMPORARY / uuid.uuid4().hex
     summaries: list[dict[str, Any]] = []
     schemas = checks = None

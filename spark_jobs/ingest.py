@@ -39,7 +39,7 @@ import os
 import shutil
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,6 +57,7 @@ from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import materialize
 from spark_jobs.positions import after_checkpoint, is_binlog_name
 from spark_jobs.session import build_session
+from spark_jobs.splits import scan_ahead
 
 log = logging.getLogger("spark_jobs.ingest")
 
@@ -281,11 +282,13 @@ def prepare(
     spark,
     target_bytes: int = DEFAULT_TARGET_BYTES,
     source_key: str | None = None,
+    scanned: dict[str, Future] | None = None,
 ) -> IngestResult:
     """Steps 1 to 4: decode and materialize the new input into the run's work folder, publish
     nothing. ``source_key`` names the source in the checkpoint (default: the resolved folder;
     the DAGs pass the object-store URI the folder was staged from). The result is also saved
-    as ``run.json`` in the work folder, for :func:`publish_run` in another process."""
+    as ``run.json`` in the work folder, for :func:`publish_run` in another process.
+    ``scanned``: transaction scans of the input started ahead (:func:`pending_scans`)."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
     source_key, root = source_key or str(Path(source).resolve()), Path(warehouse).resolve()
     publish.recover(root)
@@ -301,7 +304,7 @@ def prepare(
     log.info("run %s: %d files from %s", run_id, len(inputs), source)
     decoded = decode(
         spark, [i.path for i in inputs], work / "staging", target_bytes,
-        start_positions={i.path: i.start for i in inputs},
+        start_positions={i.path: i.start for i in inputs}, scanned=scanned,
     )
     keys = primary_keys(decoded)
     result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat())
@@ -378,15 +381,31 @@ def ingest(
     target_bytes: int = DEFAULT_TARGET_BYTES,
     source_key: str | None = None,
     validation: bool = True,
+    scanned: dict[str, Future] | None = None,
 ) -> IngestResult:
     """One run over ``source`` into ``warehouse``: :func:`prepare`, :func:`validate_run` (unless
     ``validation`` is off), :func:`publish_run`."""
-    result = prepare(source, warehouse, spark=spark, target_bytes=target_bytes, source_key=source_key)
+    result = prepare(
+        source, warehouse, spark=spark, target_bytes=target_bytes, source_key=source_key, scanned=scanned
+    )
     if not result.run_id:
         return result
     if validation:
         validate_run(spark, warehouse, result.run_id)
     return publish_run(warehouse, result.run_id)
+
+
+def pending_scans(source: str, warehouse: str) -> dict[str, Future]:
+    """The transaction scans of the files a run would read now, started in the background
+    (:func:`spark_jobs.splits.scan_ahead`), for a caller about to do something slow first (start
+    Spark). Planning uses a scan only if its file has not changed since; nothing if the source or
+    checkpoint cannot be read now (the run itself then reports why)."""
+    try:
+        checkpoint = publish.read_checkpoint(Path(warehouse).resolve())
+        return scan_ahead(i.path for i in discover(source, checkpoint.get(str(Path(source).resolve()))))
+    except (OSError, ValueError) as exc:
+        log.debug("no scans ahead: %s", exc)
+        return {}
 
 
 def _remove_if_empty(folder: Path) -> None:
@@ -420,11 +439,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    scanned = pending_scans(args.source, args.warehouse)  # they run while the JVM starts
     spark = build_session(args.master, app_name="binlake ingest")
     try:
         result = ingest(
             args.source, args.warehouse, spark=spark, target_bytes=int(args.split_mb * 2**20),
-            validation=not args.no_validation,
+            validation=not args.no_validation, scanned=scanned,
         )
     except QualityFailed as exc:
         print(exc, file=sys.stderr)

@@ -42,6 +42,21 @@ def test_discovery_takes_binlogs_in_order_after_the_checkpoint(source):
         pipeline.discover(source, {"file": "mariadb-bin.000099", "position": 4})
 
 
+def test_scans_ahead_are_of_the_files_a_run_would_read(source, tmp_path):
+    """``pending_scans`` starts the scans of the files after the warehouse's checkpoint, and none
+    when the source cannot be read (the run reports that itself)."""
+    warehouse = tmp_path / "warehouse"
+    scans = pipeline.pending_scans(str(source), str(warehouse))
+    assert sorted(Path(name).name for name in scans) == [s.name for s in SAMPLES]
+    assert all(len(scan.result()[1]) > 0 for scan in scans.values())  # (stamp, transactions)
+    (warehouse / publish.CHECKPOINT).parent.mkdir(parents=True)
+    (warehouse / publish.CHECKPOINT).write_text(json.dumps(
+        {str(source.resolve()): {"file": SAMPLES[-1].name, "position": SAMPLES[-1].stat().st_size}}
+    ))
+    assert pipeline.pending_scans(str(source), str(warehouse)) == {}
+    assert pipeline.pending_scans(str(tmp_path / "missing"), str(warehouse)) == {}
+
+
 def test_a_run_that_dies_before_its_commit_leaves_the_warehouse_as_it_was(spark, source, tmp_path, monkeypatch):
     warehouse = tmp_path / "warehouse"
     first = source.parent / "first"

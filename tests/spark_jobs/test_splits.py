@@ -209,3 +209,37 @@ def test_balanced_splits_of_a_binlog_fill_every_round(slots, monkeypatch, tmp_pa
     write_corpus(files[0], transactions=2000, seed=7)
     plan = plan_splits(files, balanced_target(files, 64 << 20, slots))
     assert len(plan) == SPLITS_PER_SLOT * slots
+
+
+def test_a_scan_made_ahead_plans_what_a_scan_made_then_does(tmp_path, monkeypatch):
+    """Scans started ahead (while Spark starts) give the same plans; a file that changed since its
+    scan ahead (it grew: a server still writes it) is scanned again, and so is one whose scan ahead
+    failed, which then fails with its located error as without a scan ahead."""
+    files = [path(SAKILA), path(CRC32)]
+    assert plan_splits(files, 700, scanned=splits_module.scan_ahead(files)) == plan_splits(files, 700)
+    calls = []
+    monkeypatch.setattr(splits_module, "scan_transactions", lambda *a, **k: calls.append(a) or scan_transactions(*a, **k))
+    ahead = splits_module.scan_ahead(files)
+    for scan in ahead.values():
+        scan.result()
+    calls.clear()
+    plan_splits(files, 700, scanned=ahead)
+    assert calls == []  # both scans were taken as made ahead
+
+    data = path(SAKILA).read_bytes()
+    inside = next(e for e in _events(SAKILA) if e.end_pos < len(data) // 2 < e.end_pos + 1000)
+    growing = tmp_path / "mysql-bin.000007"
+    growing.write_bytes(data[: inside.end_pos])
+    ahead = splits_module.scan_ahead([growing])
+    ahead[str(growing)].result()
+    growing.write_bytes(data)  # the server wrote on
+    assert plan_splits([growing], 700, scanned=ahead) == plan_splits([growing], 700)
+    assert only_file(plan_splits([growing], 700, scanned=ahead)).resume_position == len(data)
+
+    broken = tmp_path / "mysql-bin.000003"
+    broken.write_bytes(path(CRC32).read_bytes()[:-3])
+    ahead = splits_module.scan_ahead([broken])
+    assert isinstance(ahead[str(broken)].exception(), TruncatedError)
+    with pytest.raises(TruncatedError) as caught:
+        plan_splits([broken], scanned=ahead)
+    assert caught.value.file == str(broken)
