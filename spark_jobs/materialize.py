@@ -93,13 +93,14 @@ schema from their footers); the rows never pass through the JVM:
    driver joins them, in log order, into connected components (union-find), so
    that all changes of one row -- across key changes -- share a group, named by
    its first key.
-2. *Buckets*, a task per file: each row, projected onto the merged schema, goes
+2. *Buckets*, file by file: each row, projected onto the merged schema, goes
    to the bucket of its group (a hash of the group's key that every process
    agrees on), an Arrow file per bucket and input. A table small enough for one
    bucket skips both waves.
 
-   Without a primary key, wave 1 is a task per staged file reading only the key
-   columns, before wave 2. Under one, wave 2 runs first, bucketing each row by
+   Without a primary key, wave 1 reads only the key columns of each staged
+   file, before wave 2. Both waves deal the files into a few tasks per Spark
+   slot (:func:`spark_jobs.tasks.run_in_groups`). Under one, wave 2 runs first, bucketing each row by
    its own key and finding the key changes in the same read; only when it finds
    some does it run again, by their groups.
 3. *Fold*, a task per bucket: the bucket's rows sorted in log order
@@ -1490,7 +1491,7 @@ def _bucketed(spark, inputs: Sequence[_Input], table: _Table) -> tuple[list[int]
     again, by the roots they give. Without one, every real update is a key change, so they are
     looked for first (reading only the key columns)."""
     def wave(roots: dict, moves: bool) -> tuple[list[int], list]:
-        per_input = tasks.run(
+        per_input = tasks.run_in_groups(
             spark, lambda item: _partition(*item, table=table, roots=roots, moves=moves), list(enumerate(inputs))
         )
         return [sum(counts) for counts in zip(*(counts for counts, _ in per_input))], [
@@ -1503,7 +1504,8 @@ def _bucketed(spark, inputs: Sequence[_Input], table: _Table) -> tuple[list[int]
             return per_bucket, 0
         _remove(f"{table.scratch}/parts")
     else:
-        found = [move for moves in tasks.run(spark, functools.partial(_key_changes, table=table), inputs) for move in moves]
+        changes = tasks.run_in_groups(spark, functools.partial(_key_changes, table=table), inputs)
+        found = [move for moves in changes for move in moves]
     per_bucket, _ = wave(_key_roots(found), moves=False)
     return per_bucket, len(found)
 
