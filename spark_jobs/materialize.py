@@ -99,10 +99,10 @@ schema from their footers); the rows never pass through the JVM:
    bucket skips both waves.
 
    Without a primary key, wave 1 reads only the key columns of each staged
-   file, before wave 2. Both waves deal the files into a few tasks per Spark
-   slot (:func:`spark_jobs.tasks.run_in_groups`). Under one, wave 2 runs first, bucketing each row by
-   its own key and finding the key changes in the same read; only when it finds
-   some does it run again, by their groups.
+   file, before wave 2. Under one, wave 2 runs first, bucketing each row by its
+   own key and finding the key changes in the same read; only when it finds
+   some does it run again, by their groups. Both waves deal the files into a
+   few tasks per Spark slot (:func:`spark_jobs.tasks.run_in_groups`).
 3. *Fold*, a task per bucket: the bucket's rows sorted in log order
    (``_binlog_seq``, ``_binlog_file``, ``_binlog_pos``, ``_binlog_inner_offset``
    nulls first, ``_row_index``; the ``current`` rows before them) and folded
@@ -433,7 +433,7 @@ def _indexed_shapes(values: pa.ListArray) -> tuple[np.ndarray, list[tuple[str, .
     names = flat.dictionary.to_pylist()
     indices = flat.indices.to_numpy(zero_copy_only=False)
     lengths = values.value_lengths().fill_null(0).to_numpy(zero_copy_only=False)
-    if not values.null_count and (lengths == lengths[0]).all():
+    if len(values) and not values.null_count and (lengths == lengths[0]).all():
         grid = indices.reshape(len(values), int(lengths[0]))
         if (grid == grid[0]).all():
             return np.zeros(len(values), dtype=np.int64), [tuple(names[i] for i in sorted(set(grid[0].tolist()))), ()]
