@@ -770,14 +770,14 @@ class _Fold:
         whole = np.zeros((len(shapes), self.m), dtype=bool)
         for number, (columns_whole, _, _) in enumerate(columns):
             whole[number, columns_whole] = True
-        carried = np.array([key_present for _, _, key_present in columns], dtype=bool).reshape(len(shapes), -1)
+        carried = np.array([key_present for _, _, key_present in columns], dtype=bool).reshape(len(shapes), len(self.key_index))
         prior = self.prior
         insert, update, delete = (self._ops_in(names) & ~prior for names in (INSERTS, (UPDATE,), (DELETE,)))
         named, after = [], []
         for k, j in enumerate(self.key_index):
             named.append(_choose(update | delete, self.before[j], self.after[j]))
             after.append(_choose(delete | (update & ~carried[shape_ids, k]), self.before[j], self.after[j]))
-        ids = key_ids([pa.concat_arrays(a.chunks + b.chunks) for a, b in zip(named, after)])
+        ids = key_ids([_joined(a.chunks + b.chunks, a.type) for a, b in zip(named, after)])
         if ids is None:
             return False
         named_id, after_id = ids[: self.n], ids[self.n :]
@@ -854,7 +854,7 @@ class _Fold:
             parts = self.after[j].chunks + self.before[j].chunks
             if j in self.applied:
                 parts.append(pa.array(self.applied[j], type=self.after[j].type))
-            values = pa.concat_arrays(parts)
+            values = _joined(parts, self.after[j].type)
             index = pointers[:, j]
             columns.append(values.take(pa.array(index, mask=index < 0)))
         return columns
@@ -911,6 +911,11 @@ class _Fold:
         arrays += [self._commit_dates(), pa.array(final), pa.array(self.prior)]
         names += [COMMIT_DATE, FINAL, PRIOR]
         return _where(pa.Table.from_arrays(arrays, names=names), ~self.prior | final)
+
+
+def _joined(parts: Sequence[pa.Array], kind: pa.DataType) -> pa.Array:
+    """The arrays ``parts`` one after the other, as one array (none: an empty one)."""
+    return pa.chunked_array(parts, type=kind).combine_chunks()
 
 
 def _sparse_lists(n: int, entries: dict[int, list], kind: pa.DataType) -> pa.Array:

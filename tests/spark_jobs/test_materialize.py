@@ -794,3 +794,14 @@ def test_a_written_bucket_reads_back_with_the_contract_types(tmp_path):
     assert back.schema.remove_metadata() == expected.schema.remove_metadata()
     assert back.to_pylist() == expected.to_pylist()
     assert back.column(PRESENT).to_pylist()[0] == ["id", "name", "born"]
+
+
+@pytest.mark.parametrize("key", [["id"], None])
+def test_no_rows_fold_to_no_rows(key):
+    """A staged table without rows (also one of no chunks at all) gives no changes and no current rows."""
+    empty = staged([Log(ITEMS).insert(id=1, name="a")]).slice(0, 0)
+    no_chunks = pa.table({name: pa.chunked_array([], empty.schema.field(name).type) for name in empty.column_names})
+    for rows in (empty, no_chunks):
+        result = materialize_tables([rows], key)
+        assert (result.changes.num_rows, result.current.num_rows) == (0, 0)
+        assert result.current.column_names[: len(ITEM_COLUMNS)] == ITEM_COLUMNS
