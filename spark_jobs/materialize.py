@@ -896,7 +896,7 @@ class _Fold:
     def output(self) -> pa.Table:
         """The output rows: every change, and the ``current`` rows that stayed the latest of their key
         (``_present_columns`` as the input has it: lists of names as :func:`indexed_names` makes them
-        stay so, for :func:`_write_parquet`)."""
+        stay so, for :func:`write_parquet`)."""
         pointers = self.out_pointers
         final = self.settled_final.copy()
         final[[entry.out for entries in self.states.values() for entry in entries]] = True
@@ -1398,7 +1398,7 @@ def _bucket_rows(bucket: int, inputs: Sequence[_Input], table: _Table) -> pa.Tab
     return pa.concat_tables(parts) if parts else pa.table({PRIOR: pa.array([], pa.bool_())})
 
 
-def _write_parquet(rows: pa.Table, name: str, keep: np.ndarray | None = None) -> None:
+def write_parquet(rows: pa.Table, name: str, keep: np.ndarray | None = None) -> None:
     """Write ``rows`` (``keep``: only the rows it marks) as a Parquet file, a row group at a time,
     so that the rows kept are copied a row group at a time, never all at once; columns whose
     values repeat are dictionary encoded, and values inside lists and maps get no statistics
@@ -1437,13 +1437,13 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
     for day in sorted(pc.unique(days.filter(pa.array(change))).to_pylist(), key=lambda each: (each is None, each)):
         chosen = _flags(pc.is_null(days) if day is None else pc.equal(days, pa.scalar(day, days.type))) & change
         folder = f"commit_date={NULL_PARTITION if day is None else day.isoformat()}"
-        _write_parquet(output, f"{table.scratch}/changes/{folder}/{name}", keep=chosen)
+        write_parquet(output, f"{table.scratch}/changes/{folder}/{name}", keep=chosen)
     final = _flags(folded, FINAL)
     if final.any():
         if _in_order([key[final] for key in _order_keys(output)]):
-            _write_parquet(output, f"{table.scratch}/current/{name}", keep=final)
+            write_parquet(output, f"{table.scratch}/current/{name}", keep=final)
         else:
-            _write_parquet(_sorted(_where(output, final)), f"{table.scratch}/current/{name}")
+            write_parquet(_sorted(_where(output, final)), f"{table.scratch}/current/{name}")
     return int(change.sum()), int(final.sum())
 
 
@@ -1582,7 +1582,7 @@ def materialize(
         log.info("%s.%s: %d key changes; rows per bucket %s", database, table, key_changes, per_bucket)
     counts = tasks.run(spark, lambda bucket: _fold_bucket(bucket, inputs, work), range(work.buckets))
     if not sum(latest for _, latest in counts):  # every row deleted: the table keeps its schema
-        _write_parquet(merged.schema.empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
+        write_parquet(merged.schema.empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
     changes_files = _publish_files(f"{scratch}/changes", table_folder(target, "changes", database, table), run_name, replace=False)
     current_files = _publish_files(f"{scratch}/current", table_folder(target, "current", database, table), run_name, replace=True)
     _remove(scratch)

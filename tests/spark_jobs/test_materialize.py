@@ -788,7 +788,7 @@ def test_a_written_bucket_reads_back_with_the_contract_types(tmp_path):
     rows, plan, _ = materialize_module.fold_input([staged(records)], ["id"])
     folded = materialize_module.fold_table(rows, plan).drop_columns([COMMIT_DATE, "__final", "__prior"])
     assert pa.types.is_dictionary(folded.schema.field(PRESENT).type.value_type)
-    materialize_module._write_parquet(folded, str(tmp_path / "bucket.parquet"))
+    materialize_module.write_parquet(folded, str(tmp_path / "bucket.parquet"))
     back = pq.read_table(tmp_path / "bucket.parquet")
     expected = folded.set_column(folded.schema.get_field_index(PRESENT), PRESENT, materialize_module.named(folded.column(PRESENT)))
     assert back.schema.remove_metadata() == expected.schema.remove_metadata()

@@ -70,7 +70,7 @@ def test_written_files_use_dictionaries_where_chosen(tmp_path):
         "_unrepresentable": pa.array([[]] * rows, pa.map_(pa.string(), pa.string())),
     })
     target = tmp_path / "changes.parquet"
-    materialize._write_parquet(table, str(target))
+    materialize.write_parquet(table, str(target))
     metadata = pq.ParquetFile(target).metadata
     encodings = {metadata.schema.column(i).path: metadata.row_group(0).column(i).encodings for i in range(5)}
     assert "RLE_DICTIONARY" not in encodings["id"]
