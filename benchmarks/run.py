@@ -476,7 +476,7 @@ def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -
                                  f"--warehouse <fresh> --master {bench['ingest']}")
             runs = []
             for _ in range(repeat):
-                seconds, out = spark_ingest(path, bench["ingest"], timeout, bench.get("cpus"))
+                seconds, out = spark_ingest(path, bench["ingest"], timeout, cpus)
                 times.append(seconds)
                 runs.append(out)
             # What the fastest run reported; the phases of every run.
