@@ -559,10 +559,9 @@ def write_outputs_alone(warehouse: Path) -> dict:
     """Seconds it takes the ingest's own Parquet writer (:func:`spark_jobs.materialize.write_parquet`),
     on one thread, to write again every ``changes`` and ``current`` file of ``warehouse``, read into
     memory first (a file at a time, the read not timed). The lists of column names are given to it
-    dictionary-indexed, as the ingest gives them. What any ingest of the same file spends at least
+    dictionary-indexed (:func:`spark_jobs.materialize.indexed_names`), as the ingest gives them. What any ingest of the same file spends at least
     on its outputs, whatever it does before."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from spark_jobs import materialize
@@ -575,8 +574,7 @@ def write_outputs_alone(warehouse: Path) -> dict:
         with tempfile.TemporaryDirectory() as scratch:
             for file in files:
                 table = pq.read_table(file)
-                names = table.column(materialize.PRESENT).combine_chunks()
-                indexed = pa.ListArray.from_arrays(names.offsets, pc.dictionary_encode(names.flatten()), mask=names.is_null())
+                indexed = materialize.indexed_names(table.column(materialize.PRESENT), table.column_names)
                 table = table.set_column(table.schema.get_field_index(materialize.PRESENT), materialize.PRESENT, indexed)
                 started = time.perf_counter()
                 materialize.write_parquet(table, str(Path(scratch) / "out.parquet"))

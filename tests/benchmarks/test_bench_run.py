@@ -29,6 +29,7 @@ def _warehouse(root: Path) -> dict[Path, pa.Table]:
     for path, rows in files.items():
         table = pa.table({
             "id": pa.array(range(rows), pa.int64()),
+            "note": pa.array([f"n{n}" if n % 2 else None for n in range(rows)], pa.string()),
             materialize.PRESENT: pa.array([["id", "note"][: 1 + n % 2] for n in range(rows)], pa.list_(pa.string())),
         })
         path.parent.mkdir(parents=True, exist_ok=True)
