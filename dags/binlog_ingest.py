@@ -22,8 +22,17 @@ schedule, the parameters and the wiring.
   (``s3://bucket/prefix`` read with the ``binlake_s3`` connection, or
   ``file:///folder``; empty: the ``binlake_source_uri`` Variable),
   ``warehouse_uri`` (empty: the ``binlake_warehouse_uri`` Variable, see
-  :mod:`plugins.settings`) and ``spark_master`` (empty: ``$SPARK_MASTER``, else
-  ``local[*]``).
+  :mod:`plugins.settings`), ``spark_master`` (empty: ``$SPARK_MASTER``, else
+  ``local[*]``), ``stream`` (the name that owns the checkpoint; empty: the
+  source URI; point a stream at a new primary's binlogs to go on by GTID), and
+  the two decisions a refused run may ask for, each for that run only and
+  kept in its run record: ``accept_gap`` (go on over missing files or GTIDs)
+  and ``accept_new_series`` (take a replaced log, after ``RESET MASTER`` or a
+  restore, as a new one).
+- **Refusals.** A source that does not continue the stream (a gap, a replaced
+  file, reused GTIDs, files another stream has read) fails the run at once,
+  without retries and with nothing published; the log says what is wrong and
+  which decision would go on (:mod:`spark_jobs.streams`).
 """
 
 from __future__ import annotations
@@ -53,6 +62,24 @@ PARAMS = {
         False,
         type="boolean",
         description="rebuild the changes/ of the days the data interval touches (backfill runs always do)",
+    ),
+    "stream": Param(
+        "",
+        type="string",
+        description="name of the stream that owns the checkpoint; empty: the source URI. Point a stream at "
+        "another source (a new primary's binlogs) to go on by GTID",
+    ),
+    "accept_gap": Param(
+        False,
+        type="boolean",
+        description="this run only: go on over missing binlog files or GTIDs (a deliberate purge); kept in the "
+        "run record",
+    ),
+    "accept_new_series": Param(
+        False,
+        type="boolean",
+        description="this run only: take a replaced log (RESET MASTER, a restore) as a new series, read from its "
+        "first file; kept in the run record",
     ),
     "spark_master": Param(
         "",
@@ -89,7 +116,10 @@ def binlog_ingest():
         run_type = context["dag_run"].run_type
         if params.get("rebuild") or getattr(run_type, "value", run_type) == BACKFILL_RUN:
             rebuild = (context["data_interval_start"].isoformat(), context["data_interval_end"].isoformat())
-        return {**ingest_tasks.discover(source, warehouse, rebuild=rebuild), "spark_master": params["spark_master"]}
+        accept = [choice for choice, param in (("gap", "accept_gap"), ("new-series", "accept_new_series"))
+                  if params.get(param)]
+        discovered = ingest_tasks.discover(source, warehouse, rebuild=rebuild, stream=params.get("stream") or None)
+        return {**discovered, "spark_master": params["spark_master"], "accept": accept}
 
     @task
     def stage(discovered: dict) -> dict:
@@ -99,18 +129,23 @@ def binlog_ingest():
         if not discovered["pending"]:
             raise AirflowSkipException(f"nothing to do in {discovered['source']}")
         names = [obj["name"] for obj in discovered["pending"]] if discovered["rebuild"] else None
-        return ingest_tasks.stage_source(discovered["source"], discovered["warehouse"], names)
+        return ingest_tasks.stage_source(discovered["source"], discovered["warehouse"], names, discovered["stream"])
 
     @task
     def decode_and_materialize(discovered: dict, data_interval_start=None, data_interval_end=None) -> dict:
         """Spark: the staged files after the checkpoint (or the days to rebuild) into the run's work folder."""
         from plugins import ingest_tasks
+        from spark_jobs.positions import ContinuityError
 
         interval = discovered["rebuild"] or (data_interval_start.isoformat(), data_interval_end.isoformat())
-        return ingest_tasks.decode_and_materialize(
-            discovered["source"], discovered["warehouse"], discovered["spark_master"],
-            interval=tuple(interval), rebuild=bool(discovered["rebuild"]),
-        )
+        try:
+            return ingest_tasks.decode_and_materialize(
+                discovered["source"], discovered["warehouse"], discovered["spark_master"],
+                interval=tuple(interval), rebuild=bool(discovered["rebuild"]), stream=discovered["stream"],
+                accept=tuple(discovered["accept"]),
+            )
+        except ContinuityError as refused:
+            raise AirflowFailException(f"refused, nothing published: {refused}") from refused
 
     @task
     def validate(discovered: dict, prepared: dict) -> dict | None:
@@ -135,7 +170,7 @@ def binlog_ingest():
         """Rows per table, quality and Data Docs, checkpoint; "nothing new" when stage was skipped."""
         from plugins import ingest_tasks
 
-        return ingest_tasks.report(discovered["source"], discovered["warehouse"], prepared, quality)
+        return ingest_tasks.report(discovered["source"], discovered["warehouse"], prepared, quality, discovered["stream"])
 
     discovered = discover()
     staged = stage(discovered)

@@ -4,8 +4,9 @@ The DAG (``dags/binlog_ingest.py``) only wires these functions together; each
 one can be called from a plain Python process or a test. A DAG run goes:
 
 1. :func:`discover` — which binlog objects of the source come after the
-   warehouse's checkpoint (the checkpoint is kept per source, under the
-   source URI);
+   warehouse's checkpoint (the checkpoint is kept per stream,
+   :mod:`spark_jobs.streams`; a stream is named after its source URI unless
+   the run names one);
 2. :func:`stage_source` — those objects, downloaded and verified into the
    source's own staging folder (:func:`staging_dir_of`);
 3. :func:`decode_and_materialize` — Spark decodes the staged files and folds
@@ -43,6 +44,7 @@ from plugins.object_store import ObjectStore, open_store
 from plugins.staging import pending_objects, stage, stage_named
 from spark_jobs import backfill, ingest, publish
 from spark_jobs.lock import warehouse_lock
+from spark_jobs.streams import default_stream, position_of, position_text
 
 log = logging.getLogger(__name__)
 
@@ -75,23 +77,32 @@ def staging_dir_of(source_uri: str) -> Path:
     return settings.staging_path().expanduser().resolve() / f"{readable or 'source'}-{digest}"
 
 
-def checkpoint_of(warehouse: str | Path, source_uri: str) -> dict | None:
-    """Where the source's last committed run stopped (``{"file", "position"}``), None before the first."""
-    return publish.read_checkpoint(Path(warehouse)).get(source_uri)
+def checkpoint_of(warehouse: str | Path, stream: str) -> dict | None:
+    """Where the stream's last committed run stopped (``{"file", "position", "gtids", ...}``), None
+    before the first."""
+    return publish.read_checkpoint(Path(warehouse)).get(stream)
 
 
-def discover(source_uri: str, warehouse: str | Path, *, rebuild: tuple[str, str] | None = None) -> dict:
+def stream_of(source_uri: str, stream: str | None) -> str:
+    """The stream a run follows: the one named, else the source URI's (:func:`spark_jobs.streams.default_stream`)."""
+    return stream or default_stream(source_uri)
+
+
+def discover(
+    source_uri: str, warehouse: str | Path, *, rebuild: tuple[str, str] | None = None, stream: str | None = None
+) -> dict:
     """Lists the source and picks the binlog objects after the checkpoint; with ``rebuild`` (a
     data interval), the objects holding transactions committed on the days it touches instead
     (:mod:`spark_jobs.backfill`).
 
-    Returns ``{"source", "warehouse", "checkpoint", "pending": [{"name", "size"}], "rebuild"}``;
-    an empty ``pending`` means nothing to do."""
+    Returns ``{"source", "stream", "warehouse", "checkpoint", "pending": [{"name", "size"}],
+    "rebuild"}``; an empty ``pending`` means nothing to do."""
     with warehouse_lock(warehouse, purpose="discover"):  # never while another process commits
         publish.recover(Path(warehouse))  # a commit a dead run left half done moves the checkpoint
-    position = checkpoint_of(warehouse, source_uri)
+    stream = stream_of(source_uri, stream)
+    position = checkpoint_of(warehouse, stream)
     if rebuild is not None:
-        return _discover_days(source_uri, Path(warehouse), position, rebuild)
+        return {**_discover_days(source_uri, Path(warehouse), position, rebuild), "stream": stream}
     pending = pending_objects(open_source(source_uri).list(), position)
     if pending:
         log.info("%s: %d binlog objects after the checkpoint %s: %s", source_uri, len(pending), position,
@@ -100,6 +111,7 @@ def discover(source_uri: str, warehouse: str | Path, *, rebuild: tuple[str, str]
         log.info("%s: nothing new after the checkpoint %s", source_uri, position)
     return {
         "source": source_uri,
+        "stream": stream,
         "warehouse": str(warehouse),
         "checkpoint": position,
         "pending": [{"name": obj.name, "size": obj.size} for obj in pending],
@@ -121,9 +133,11 @@ def _discover_days(source_uri: str, warehouse: Path, position: dict | None, inte
     }
 
 
-def stage_source(source_uri: str, warehouse: str | Path, names: list[str] | None = None) -> dict:
-    """Downloads and verifies the objects after the checkpoint into the source's staging folder
-    (or the objects ``names``, for a rebuild).
+def stage_source(
+    source_uri: str, warehouse: str | Path, names: list[str] | None = None, stream: str | None = None
+) -> dict:
+    """Downloads and verifies the objects after the stream's checkpoint into the source's staging
+    folder (or the objects ``names``, for a rebuild).
 
     The checkpoint's own file is staged too (from the store when the folder lacks it),
     because decoding goes on inside it. Returns ``{"staging_dir", "files", "bytes"}``."""
@@ -131,7 +145,7 @@ def stage_source(source_uri: str, warehouse: str | Path, names: list[str] | None
     if names is not None:
         staged = stage_named(open_source(source_uri), folder, names)
     else:
-        position = checkpoint_of(warehouse, source_uri)
+        position = checkpoint_of(warehouse, stream_of(source_uri, stream))
         from_checkpoint_file = None if position is None else {"file": position["file"], "position": 0}
         staged = stage(open_source(source_uri), folder, from_checkpoint_file)
     log.info("%s: %d files staged in %s", source_uri, len(staged), folder)
@@ -158,13 +172,17 @@ def decode_and_materialize(
     *,
     interval: tuple[str, str] | None = None,
     rebuild: bool = False,
+    stream: str | None = None,
+    accept: tuple[str, ...] = (),
 ) -> dict:
-    """Decodes the staged files after the checkpoint and materializes them into the run's work
-    folder (:func:`spark_jobs.ingest.prepare`); with ``rebuild``, rebuilds the days of the data
-    ``interval`` instead (:func:`spark_jobs.backfill.prepare_backfill`). Publishes nothing.
+    """Decodes the staged files that continue the stream and materializes them into the run's work
+    folder (:func:`spark_jobs.ingest.prepare`, with the user's ``accept`` decisions); with
+    ``rebuild``, rebuilds the days of the data ``interval`` instead
+    (:func:`spark_jobs.backfill.prepare_backfill`). Publishes nothing. A source that does not
+    continue the stream raises :class:`~spark_jobs.positions.ContinuityError`.
 
-    Returns ``{"run_id", "inputs", "rows", "bytes"}``; ``run_id`` is empty when there was
-    nothing to do."""
+    Returns ``{"run_id", "inputs", "rows", "bytes", "accepted", "skipped_transactions"}``;
+    ``run_id`` is empty when there was nothing to do."""
     folder = staging_dir_of(source_uri)
     with spark_session(spark_master, "decode") as spark:
         if rebuild:
@@ -176,7 +194,8 @@ def decode_and_materialize(
         else:
             if interval:
                 log.info("data interval %s to %s; input: everything of %s after the checkpoint", *interval, source_uri)
-            result = ingest.prepare(str(folder), str(warehouse), spark=spark, source_key=source_uri)
+            result = ingest.prepare(str(folder), str(warehouse), spark=spark, source_key=source_uri,
+                                    stream=stream_of(source_uri, stream), accept=accept)
     if result.run_id:
         log.info("run %s prepared: %d files, %d row changes", result.run_id, len(result.inputs),
                  sum(result.rows.values()))
@@ -185,6 +204,8 @@ def decode_and_materialize(
         "inputs": [{"file": i.name, "start": i.start, "end": result.ends.get(i.name)} for i in result.inputs],
         "rows": result.rows,
         "bytes": result.bytes,
+        "accepted": result.accepted,
+        "skipped_transactions": result.skipped_transactions,
     }
 
 
@@ -224,13 +245,15 @@ def publish_run(warehouse: str | Path, run_id: str) -> dict | None:
     already published. Returns ``{"run_id", "checkpoint"}`` (None when ``run_id`` is empty)."""
     if not run_id:
         return None
-    ingest.publish_run(str(warehouse), run_id)
-    checkpoint = publish.read_checkpoint(Path(warehouse))
-    log.info("run %s published; checkpoint now %s", run_id, checkpoint)
-    return {"run_id": run_id, "checkpoint": checkpoint}
+    result = ingest.publish_run(str(warehouse), run_id)
+    checkpoint = publish.read_checkpoint(Path(warehouse)).get(result.stream) if result.stream else None
+    log.info("run %s published; stream %s now at %s", run_id, result.stream or "(unchanged)", position_text(checkpoint))
+    return {"run_id": run_id, "checkpoint": position_of(checkpoint)}
 
 
-def report(source_uri: str, warehouse: str | Path, prepared: dict | None, quality: dict | None) -> dict:
+def report(
+    source_uri: str, warehouse: str | Path, prepared: dict | None, quality: dict | None, stream: str | None = None
+) -> dict:
     """Logs what the run did: per table the row changes, the quality outcome, where the Data Docs and
     the tables are, and the source's checkpoint. Returns the same as a dict."""
     run_id = (prepared or {}).get("run_id") or ""
@@ -240,7 +263,8 @@ def report(source_uri: str, warehouse: str | Path, prepared: dict | None, qualit
         "run_id": run_id,
         "rows": (prepared or {}).get("rows", {}) if run_id else {},
         "quality": quality,
-        "checkpoint": checkpoint_of(warehouse, source_uri),
+        "stream": stream_of(source_uri, stream),
+        "checkpoint": position_of(checkpoint_of(warehouse, stream_of(source_uri, stream))),
     }
     for line in report_lines(summary):
         log.info("%s", line)
@@ -250,12 +274,12 @@ def report(source_uri: str, warehouse: str | Path, prepared: dict | None, qualit
 def report_lines(summary: dict) -> list[str]:
     """The report of :func:`report` as text, one line per fact."""
     if not summary["run_id"]:
-        return [f"{summary['source']}: nothing new; checkpoint {summary['checkpoint']}"]
+        return [f"{summary['source']}: nothing new; stream {summary['stream']} at {position_text(summary['checkpoint'])}"]
     lines = [f"run {summary['run_id']} from {summary['source']} into {summary['warehouse']}"]
     lines += [f"  {table}: {rows} row changes" for table, rows in sorted(summary["rows"].items())]
     quality = summary["quality"]
     if quality is not None:
         lines.append(f"quality: {'passed' if quality['success'] else 'FAILED'} "
                      f"({quality['expectations']} expectations); Data Docs: {quality['data_docs']}")
-    lines.append(f"checkpoint: {summary['checkpoint']}")
+    lines.append(f"stream {summary['stream']} now at {position_text(summary['checkpoint'])}")
     return lines

@@ -4,10 +4,15 @@ Spark reads local files only, so each run first brings the binlog files it
 needs from object storage into a staging folder:
 
 1. :func:`pending_objects` picks, from a listing, the binlog files
-   (``<base>.<digits>``) after the checkpoint, in log order; the checkpoint's
-   own file again when it has grown past the committed position (a binlog
-   still being written is read up to its last complete transaction and
-   resumed by the next run; the decoder takes care of that).
+   (``<base>.<digits>``, or an archiver's compressed copy ``.gz`` / ``.zst``)
+   after the checkpoint, in log order; the checkpoint's own file again when it
+   has grown past the committed position (a binlog still being written is read
+   up to its last complete transaction and resumed by the next run; the
+   decoder takes care of that). When the store does not hold the checkpoint's
+   file (a stream pointed at a new primary's binlogs), every binlog object is
+   staged: the run finds its place in them by GTID, or refuses
+   (:mod:`spark_jobs.streams`). Whether the files continue the log is judged
+   by the run, on the staged bytes, not here.
 2. :func:`stage` downloads each into ``staging_dir/<name>``.
 
 Every step can be repeated after a crash:
@@ -42,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugins.object_store import CHUNK_BYTES, ObjectStore, StoredObject
-from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, is_binlog_name
+from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, binlog_name_of
 from spark_jobs.publish import write_atomically
 
 log = logging.getLogger(__name__)
@@ -88,18 +93,23 @@ def pending_objects(objects: list[StoredObject], position: dict | None) -> list[
     """The binlog objects to read, in log order, after the checkpoint ``position``
     (``{"file": name, "position": n}``; None: all of them), by the rule of
     :mod:`spark_jobs.positions`: the checkpoint's own file again when it has grown, then the
-    later files. Objects whose names are not ``<base>.<digits>`` (index files and the like)
-    are left out."""
+    later files; all of them when the checkpoint's file is not there (see the module text).
+    Objects whose names are not ``<base>.<digits>`` (with ``.gz`` or ``.zst`` for a compressed
+    copy) are left out: index files and the like."""
     binlogs = []
     for obj in objects:
-        if is_binlog_name(obj.name):
+        if binlog_name_of(obj.name):
             binlogs.append(obj)
         else:
             log.debug("%s: not a binlog file name, not staged", obj.name)
     try:
-        pending = after_checkpoint(binlogs, position, name=lambda o: o.name, size=lambda o: o.size, where="the store")
+        pending = after_checkpoint(binlogs, position, name=lambda o: binlog_name_of(o.name), size=lambda o: o.size,
+                                   where="the store", accept_gap=True)
     except CheckpointFileMissing as exc:
-        raise StagingError(str(exc)) from None
+        log.warning("%s; staging all %d binlog objects, for the run to find its place by GTID", exc.problem,
+                    len(binlogs))
+        pending = after_checkpoint(binlogs, None, name=lambda o: binlog_name_of(o.name), size=lambda o: o.size,
+                                   accept_gap=True)
     return [obj for obj, _ in pending]
 
 

@@ -64,7 +64,7 @@ from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import AbstractSet, Any, Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -540,10 +540,12 @@ def decode(
     start_positions: Mapping[str, int] | None = None,
     batch_rows: int = BATCH_ROWS,
     scanned: Mapping[str, Future] | None = None,
+    skipped: Mapping[str, AbstractSet[int]] | None = None,
 ) -> DecodeResult:
     """Decode ``files`` (in log order) into ``staging_dir``; see the module docstring.
     ``start_positions``: per file path, the transaction boundary to start at (default 0);
-    ``scanned``: transaction scans started ahead (:func:`spark_jobs.splits.scan_ahead`).
+    ``scanned``: transaction scans started ahead (:func:`spark_jobs.splits.scan_ahead`);
+    ``skipped``: per file path, the starts of transactions not to decode (already ingested).
 
     Raises the ``binlog_codec`` error of the first split (or file) that cannot
     be decoded; nothing new is then visible in ``staging_dir``.
@@ -552,7 +554,7 @@ def decode(
     staging = Path(staging_dir).resolve()
     files = list(files)
     slots = spark.sparkContext.defaultParallelism
-    plan = plan_splits(files, balanced_target(files, target_bytes, slots, start_positions), start_positions, scanned)
+    plan = plan_splits(files, balanced_target(files, target_bytes, slots, start_positions), start_positions, scanned, skipped)
     work_dir = staging / TEMPORARY / uuid.uuid4().hex
     summaries: list[dict[str, Any]] = []
     schemas = checks = None

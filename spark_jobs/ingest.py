@@ -1,15 +1,20 @@
 """The whole pipeline without Airflow: binlog files in, a published warehouse run out.
 
-    python -m spark_jobs.ingest --source DIR --warehouse DIR [--master URL] [--split-mb 64]
+    python -m spark_jobs.ingest --source DIR --warehouse DIR [--stream NAME] [--master URL] [--split-mb 64]
 
 (or the same arguments to ``spark-submit spark_jobs/ingest.py``). One run:
 
 1. **Recover and read the checkpoint.** A commit a dead run left half done is
    finished first (:func:`spark_jobs.publish.recover`); the checkpoint says,
-   per source, the last committed file and the position to go on from.
-2. **Discover.** The source folder's binlog files (name ``<base>.<digits>``,
-   starting with the binlog magic) after the checkpoint, in log order; the
-   checkpoint's own file again when it has grown past the committed position.
+   per stream (:mod:`spark_jobs.streams`), the files read by their identity,
+   the last file and position, and the GTID set read.
+2. **Plan.** The source folder's binlog files (:mod:`spark_jobs.source_files`:
+   compressed ones decompressed, look-alikes reported) that continue the
+   stream, in log order, and the transactions among them already read (by
+   GTID). A gap, a replaced file, reused GTIDs or files another stream has
+   read stop the run here with a :class:`~spark_jobs.positions.ContinuityError`
+   naming the problem and the way forward (``--accept-gap``,
+   ``--accept-new-series``: the user's decision, kept in the run record).
 3. **Decode** (:mod:`spark_jobs.decode`) into the run's staging folder.
 4. **Materialize** each table (:mod:`spark_jobs.materialize`): its changes are
    folded onto the warehouse's ``current`` rows.
@@ -23,9 +28,9 @@ Steps 1-4 are :func:`prepare`, 5 is :func:`validate_run` and 6 is
 run id from one to the next (the run's state is kept in its work folder,
 ``_runs/<run id>/``); :func:`ingest` runs all of them.
 
-A run's name is derived from its input (each file's name and the byte range
-read), so the same input gives the same output file names: ingesting it again
-replaces files with identical ones and adds no rows. A run that fails before
+A run's name is derived from the stream and the transactions it holds (the
+files' identities, the byte ranges read, the GTID set after it), never from
+paths (:meth:`spark_jobs.streams.StreamPlan.run_id`). A run that fails before
 its commit publishes nothing and leaves the checkpoint where it was.
 """
 
@@ -49,15 +54,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binlog_codec.arrow import TABLE_SCHEMA
-from binlog_codec.reader import MAGIC
 from spark_jobs import publish
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.layout import table_folder
 from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import materialize
-from spark_jobs.positions import after_checkpoint, is_binlog_name
+from spark_jobs.positions import ContinuityError, after_checkpoint
 from spark_jobs.session import build_session
-from spark_jobs.splits import scan_ahead
+from spark_jobs.source_files import list_source, plain_binlogs
+from spark_jobs.splits import scan_ahead, scanned_file
+from spark_jobs.streams import (
+    ACCEPT_GAP_CHOICE, ACCEPT_NEW_SERIES_CHOICE, StreamPlan, StreamState, default_stream, plan_stream, position_text,
+)
 
 log = logging.getLogger("spark_jobs.ingest")
 
@@ -78,7 +86,13 @@ RUNS_SCHEMA = pa.schema([
     pa.field("quality", pa.string()),
     pa.field("kind", pa.string()),
     pa.field("interval", pa.list_(pa.string())),
+    pa.field("stream", pa.string()),
+    pa.field("continuity", pa.string()),
+    pa.field("gtid_set", pa.string()),
+    pa.field("accepted", pa.list_(pa.string())),
+    pa.field("skipped_transactions", pa.int64()),
 ])
+INFLATED_FOLDER = "_inflated"  # under RUNS_FOLDER: compressed binlogs of a stream, decompressed
 
 
 @dataclass(frozen=True)
@@ -102,7 +116,10 @@ class IngestResult:
     the validation (:meth:`spark_jobs.validate.QualityOutcome.to_json`), None
     when the run was not validated. ``kind`` is ``ingest``, or ``backfill`` for
     a run of :mod:`spark_jobs.backfill` (with its ``interval`` and the tables it
-    ``skipped``). ``start_position`` is the source's checkpoint the run was planned from.
+    ``skipped``). ``stream`` owns the checkpoint (``start_position``: its entry the run was planned
+    from); ``continuity`` is ``gtid`` or ``file-position``, ``gtids`` the stream's GTID set after
+    the run, ``accepted`` what the user accepted for it (a gap, a new series), and
+    ``skipped_transactions`` how many transactions were already read (by GTID).
     """
 
     run_id: str
@@ -119,6 +136,11 @@ class IngestResult:
     interval: list[str] | None = None
     skipped: list[str] = field(default_factory=list)
     start_position: dict | None = None
+    stream: str = ""
+    continuity: str = ""
+    gtids: str | None = None
+    accepted: list[str] = field(default_factory=list)
+    skipped_transactions: int = 0
 
     def to_json(self) -> dict:
         """JSON-serialisable; :meth:`from_json` reads it back."""
@@ -143,28 +165,16 @@ class QualityFailed(RuntimeError):
         self.quality = quality
 
 
-def is_binlog(path: Path) -> bool:
-    """A file named ``<base>.<digits>`` that starts with the binlog magic."""
-    if not path.is_file() or not is_binlog_name(path.name):
-        return False
-    with open(path, "rb") as handle:
-        return handle.read(len(MAGIC)) == MAGIC
-
-
 def discover(source: str | os.PathLike[str], position: dict | None) -> list[Input]:
-    """The source's binlog files to read, in log order, after the committed ``position``
-    (``{"file": name, "position": n}``; None: from the start); see :mod:`spark_jobs.positions`."""
-    files = [p for p in Path(source).iterdir() if is_binlog(p)]
+    """The plain binlog files of the source folder after the committed ``position`` by their names
+    alone (``{"file": name, "position": n}``; None: from the start), for scans started ahead; the
+    run itself plans with :func:`spark_jobs.streams.plan_stream`."""
+    files = plain_binlogs(source)
     pending = after_checkpoint(
-        files, position, name=lambda p: p.name, size=lambda p: p.stat().st_size, where=str(source)
+        files, position, name=lambda f: f.name, size=lambda f: os.path.getsize(f.path), where=str(source),
+        accept_gap=True,
     )
-    return [Input(str(path), start) for path, start in pending]
-
-
-def run_id_of(inputs: Sequence[Input]) -> str:
-    """A name derived from the input: each file's name, start and size."""
-    text = json.dumps([(i.name, i.start, Path(i.path).stat().st_size) for i in inputs])
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return [Input(file.path, start) for file, start in pending]
 
 
 def primary_keys(decoded: DecodeResult) -> dict[tuple[str, str], list[str]]:
@@ -241,13 +251,6 @@ def _materialize_tables(
         return {f"{database}.{table}": future.result() for (database, table), future in sorted(futures)}
 
 
-def _checkpoint(previous: dict, source: str, decoded: DecodeResult, inputs: Sequence[Input]) -> dict:
-    """The checkpoint after this run: the last input file and where the next run goes on."""
-    last = inputs[-1]
-    position = decoded.resume_positions.get(last.path, Path(last.path).stat().st_size)
-    return {**previous, source: {"file": last.name, "position": position}}
-
-
 def _write_run_record(out: Path, result: IngestResult) -> None:
     record = {
         "run_id": result.run_id,
@@ -263,6 +266,11 @@ def _write_run_record(out: Path, result: IngestResult) -> None:
         "quality": None if result.quality is None else json.dumps(result.quality, sort_keys=True),
         "kind": result.kind,
         "interval": result.interval,
+        "stream": result.stream or result.source,
+        "continuity": result.continuity or None,
+        "gtid_set": result.gtids,
+        "accepted": result.accepted,
+        "skipped_transactions": result.skipped_transactions,
     }
     folder = out / RUN_RECORDS
     folder.mkdir(parents=True, exist_ok=True)
@@ -282,41 +290,80 @@ def prepare(
     spark,
     target_bytes: int = DEFAULT_TARGET_BYTES,
     source_key: str | None = None,
+    stream: str | None = None,
+    accept: Sequence[str] = (),
     scanned: dict[str, Future] | None = None,
 ) -> IngestResult:
     """Steps 1 to 4: decode and materialize the new input into the run's work folder, publish
-    nothing. ``source_key`` names the source in the checkpoint (default: the resolved folder;
-    the DAGs pass the object-store URI the folder was staged from). The result is also saved
-    as ``run.json`` in the work folder, for :func:`publish_run` in another process.
-    ``scanned``: transaction scans of the input started ahead (:func:`pending_scans`)."""
+    nothing. ``source_key`` names the source (default: the resolved folder; the DAGs pass the
+    object-store URI the folder was staged from); ``stream`` owns the checkpoint (default: from
+    the source, :func:`spark_jobs.streams.default_stream`); ``accept``: the user's decisions for
+    this run (``gap``, ``new-series``). The result is also saved as ``run.json`` in the work
+    folder, for :func:`publish_run` in another process. ``scanned``: transaction scans of the
+    input started ahead (:func:`pending_scans`). Raises a
+    :class:`~spark_jobs.positions.ContinuityError` when the source does not continue the stream."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
     source_key, root = source_key or str(Path(source).resolve()), Path(warehouse).resolve()
+    stream = stream or default_stream(source_key)
     publish.recover(root)
     checkpoint = publish.read_checkpoint(root)
-    inputs = discover(source, checkpoint.get(source_key))
-    if not inputs:
-        log.info("nothing new in %s after %s", source, checkpoint.get(source_key))
-        return IngestResult("", checkpoint=checkpoint, source=source_key)
-    run_id = run_id_of(inputs)
+    plan, scans = plan_run(source, root, checkpoint, stream=stream, source_key=source_key, accept=accept,
+                           scanned=scanned)
+    if not plan.reads:
+        log.info("stream %s: nothing new in %s after %s", stream, source, position_text(checkpoint.get(stream)))
+        return IngestResult("", checkpoint=checkpoint, source=source_key, stream=stream)
+    inputs = [Input(read.file.path, read.start) for read in plan.reads]
+    run_id = plan.run_id()
     work = work_folder(root, run_id)
     shutil.rmtree(work, ignore_errors=True)
     out = work / "out"
-    log.info("run %s: %d files from %s", run_id, len(inputs), source)
+    log.info("run %s of stream %s (%s): %d files from %s, %d transactions already read skipped", run_id, stream,
+             plan.mode, len(inputs), source, plan.skipped)
     decoded = decode(
         spark, [i.path for i in inputs], work / "staging", target_bytes,
-        start_positions={i.path: i.start for i in inputs}, scanned=scanned,
+        start_positions={i.path: i.start for i in inputs}, scanned=scans,
+        skipped={read.file.path: read.skipped for read in plan.reads},
     )
     keys = primary_keys(decoded)
-    result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat())
-    result.ends = {Path(path).name: position for path, position in decoded.resume_positions.items()}
+    result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat(),
+                          stream=stream, continuity=plan.state.continuity, gtids=plan.state.gtids,
+                          accepted=plan.accepted, skipped_transactions=plan.skipped)
+    result.ends = {read.file.name: read.resume for read in plan.reads}
     result.rows = _materialize_tables(spark, decoded, keys, root, out, run_id)
     _copy_metadata(decoded, root, out, run_id)
     shutil.rmtree(work / "staging", ignore_errors=True)
-    result.checkpoint = _checkpoint(checkpoint, source_key, decoded, inputs)
-    result.start_position = checkpoint.get(source_key)
+    result.checkpoint = {**checkpoint, stream: plan.state.to_json()}
+    result.start_position = checkpoint.get(stream)
     result.seconds = time.monotonic() - clock
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
     return result
+
+
+def plan_run(
+    source: str,
+    root: Path,
+    checkpoint: dict,
+    *,
+    stream: str,
+    source_key: str,
+    accept: Sequence[str] = (),
+    scanned: dict[str, Future] | None = None,
+) -> tuple[StreamPlan, dict[str, Future]]:
+    """The stream's plan over the source folder (:func:`spark_jobs.streams.plan_stream`), and the
+    transaction scans it made (to be reused by the decoder)."""
+    inflated = root / RUNS_FOLDER / INFLATED_FOLDER / hashlib.sha256(stream.encode()).hexdigest()[:16]
+    listing = list_source(source, inflated)
+    scans = dict(scanned or {})
+
+    def scan(path: str) -> tuple[int, list]:
+        scans[path] = scanned_file(path, scans.get(path))
+        stamp, transactions = scans[path].result()
+        return stamp[0], transactions
+
+    others = {name: StreamState.from_json(entry) for name, entry in checkpoint.items() if name != stream}
+    plan = plan_stream(stream, source_key, listing.files, StreamState.from_json(checkpoint.get(stream)),
+                       scan=scan, others=others, accept=accept)
+    return plan, scans
 
 
 @locks_warehouse("validate")
@@ -357,14 +404,15 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     if result.kind == "backfill":  # its day partitions replace the old ones; the checkpoint stays
         publish.commit(root, out, run_id, replaced=publish.REPLACED_FOLDERS + (publish.DAY_PARTITIONS,))
     else:
+        stream = result.stream or result.source
         committed = publish.read_checkpoint(root)
-        if committed.get(result.source) != result.start_position:
+        if committed.get(stream) != result.start_position:
             shutil.rmtree(work, ignore_errors=True)
             raise StaleRun(
-                f"run {run_id} was planned from {result.source} at {result.start_position}, but the checkpoint is "
-                f"now {committed.get(result.source)}: nothing published; prepare the run again"
+                f"run {run_id} was planned from stream {stream} at {position_text(result.start_position)}, but its "
+                f"checkpoint is now {position_text(committed.get(stream))}: nothing published; prepare the run again"
             )
-        checkpoint = {**committed, result.source: result.checkpoint[result.source]}  # other sources as they are now
+        checkpoint = {**committed, stream: result.checkpoint[stream]}  # other streams as they are now
         publish.write_atomically(out / publish.CHECKPOINT, json.dumps(checkpoint, indent=1, sort_keys=True))
         publish.commit(root, out, run_id)
     shutil.rmtree(work, ignore_errors=True)
@@ -380,13 +428,16 @@ def ingest(
     spark,
     target_bytes: int = DEFAULT_TARGET_BYTES,
     source_key: str | None = None,
+    stream: str | None = None,
+    accept: Sequence[str] = (),
     validation: bool = True,
     scanned: dict[str, Future] | None = None,
 ) -> IngestResult:
     """One run over ``source`` into ``warehouse``: :func:`prepare`, :func:`validate_run` (unless
     ``validation`` is off), :func:`publish_run`."""
     result = prepare(
-        source, warehouse, spark=spark, target_bytes=target_bytes, source_key=source_key, scanned=scanned
+        source, warehouse, spark=spark, target_bytes=target_bytes, source_key=source_key, stream=stream,
+        accept=accept, scanned=scanned,
     )
     if not result.run_id:
         return result
@@ -395,15 +446,16 @@ def ingest(
     return publish_run(warehouse, result.run_id)
 
 
-def pending_scans(source: str, warehouse: str) -> dict[str, Future]:
+def pending_scans(source: str, warehouse: str, stream: str | None = None) -> dict[str, Future]:
     """The transaction scans of the files a run would read now, started in the background
     (:func:`spark_jobs.splits.scan_ahead`), for a caller about to do something slow first (start
     Spark). Planning uses a scan only if its file has not changed since; nothing if the source or
     checkpoint cannot be read now (the run itself then reports why)."""
     try:
         checkpoint = publish.read_checkpoint(Path(warehouse).resolve())
-        return scan_ahead(i.path for i in discover(source, checkpoint.get(str(Path(source).resolve()))))
-    except (OSError, ValueError) as exc:
+        entry = checkpoint.get(stream or default_stream(str(Path(source).resolve())))
+        return scan_ahead(i.path for i in discover(source, entry))
+    except (OSError, ValueError, ContinuityError) as exc:
         log.debug("no scans ahead: %s", exc)
         return {}
 
@@ -418,8 +470,11 @@ def _remove_if_empty(folder: Path) -> None:
 def _summary(result: IngestResult) -> str:
     if not result.run_id:
         return "nothing new to ingest"
-    lines = [f"run {result.run_id}: {len(result.inputs)} files, {result.bytes:,} bytes, "
+    lines = [f"run {result.run_id} of stream {result.stream}: {len(result.inputs)} files, {result.bytes:,} bytes, "
              f"{sum(result.rows.values()):,} row changes in {result.seconds:.1f} s"]
+    if result.skipped_transactions:
+        lines.append(f"  {result.skipped_transactions:,} transactions already ingested (by GTID), skipped")
+    lines += [f"  accepted: {choice}" for choice in result.accepted]
     lines += [f"  {table}: {rows:,}" for table, rows in sorted(result.rows.items())]
     if result.quality is not None:
         checks = sum(t["expectations"] for t in result.quality["tables"])
@@ -432,6 +487,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.ingest", description=__doc__.splitlines()[0])
     parser.add_argument("--source", required=True, help="folder of binlog files")
     parser.add_argument("--warehouse", required=True, help="warehouse folder")
+    parser.add_argument(
+        "--stream", help="name of the stream that owns the checkpoint (default: the source folder); point a stream "
+        "at another source (a new primary's binlogs) to go on by GTID")
+    parser.add_argument(
+        "--accept-gap", action="store_true", help="go on over missing files or GTIDs (a deliberate purge); kept in "
+        "the run record")
+    parser.add_argument(
+        "--accept-new-series", action="store_true", help="take a replaced log (RESET MASTER, a restore) as a new "
+        "series, read from its first file; kept in the run record")
     parser.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER, else local[*])")
     parser.add_argument("--split-mb", type=float, default=DEFAULT_TARGET_BYTES / 2**20, help="split size target")
     parser.add_argument(
@@ -439,16 +503,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    scanned = pending_scans(args.source, args.warehouse)  # they run while the JVM starts
+    accept = [choice for choice, given in ((ACCEPT_GAP_CHOICE, args.accept_gap),
+                                           (ACCEPT_NEW_SERIES_CHOICE, args.accept_new_series)) if given]
+    scanned = pending_scans(args.source, args.warehouse, args.stream)  # they run while the JVM starts
     spark = build_session(args.master, app_name="binlake ingest")
     try:
         result = ingest(
             args.source, args.warehouse, spark=spark, target_bytes=int(args.split_mb * 2**20),
-            validation=not args.no_validation, scanned=scanned,
+            stream=args.stream, accept=accept, validation=not args.no_validation, scanned=scanned,
         )
     except QualityFailed as exc:
         print(exc, file=sys.stderr)
         return 3
+    except ContinuityError as exc:
+        print(f"refused, nothing published: {exc}", file=sys.stderr)
+        return 4
     finally:
         spark.stop()
     print(_summary(result))

@@ -56,7 +56,7 @@ import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import AbstractSet, Iterable, Iterator, Mapping, Sequence
 
 from binlog_codec.errors import BinlogError
 from binlog_codec.event_types import EventType
@@ -190,11 +190,19 @@ def _read_from(start: int, later: list[tuple[int, bool]]) -> int:
 # -- cutting ------------------------------------------------------------------------
 
 
-def _groups(transactions: Iterable[Transaction], target_bytes: int) -> Iterator[list[Transaction]]:
+def _groups(
+    transactions: Iterable[Transaction], target_bytes: int, skipped: AbstractSet[int] = frozenset()
+) -> Iterator[list[Transaction]]:
     """Consecutive transactions in groups of at most ``target_bytes`` from the first's start
-    to the last's end, each group at least one transaction."""
+    to the last's end, each group at least one transaction. A transaction whose start is in
+    ``skipped`` belongs to no group, and no group reaches over it."""
     group: list[Transaction] = []
     for transaction in transactions:
+        if transaction.start in skipped:
+            if group:
+                yield group
+            group = []
+            continue
         if group and transaction.end - group[0].start > target_bytes:
             yield group
             group = []
@@ -223,6 +231,20 @@ def _stamp(path: str) -> tuple[int, int]:
 def _scan(path: str) -> tuple[tuple[int, int], list[Transaction]]:
     stamp = _stamp(path)
     return stamp, list(scan_transactions(path, stop_position=stamp[0]))
+
+
+def scanned_file(path: str, ahead: Future | None = None) -> Future:
+    """A finished scan of the file at ``path`` (its stamp and transactions): ``ahead`` when that
+    scan is of the file as it is now, else a new one. A failed scan is made again, to raise its
+    located error here."""
+    if ahead is not None and ahead.done() and ahead.exception() is None and ahead.result()[0] == _stamp(path):
+        return ahead
+    if ahead is not None and not ahead.done():
+        ahead.exception()  # wait for it: it may well be of the file as it is
+        return scanned_file(path, ahead)
+    done: Future = Future()
+    done.set_result(_scan(path))
+    return done
 
 
 def scan_ahead(files: Iterable[str | os.PathLike[str]]) -> dict[str, Future]:
@@ -255,9 +277,11 @@ def plan_file(
     first_index: int = 0,
     start: int = 0,
     scanned: Mapping[str, Future] | None = None,
+    skipped: AbstractSet[int] = frozenset(),
 ) -> FilePlan:
     """Plan one file from ``start`` (0 or a transaction boundary: where an earlier run stopped);
-    its splits are numbered from ``first_index``; ``scanned``: scans started ahead (:func:`scan_ahead`)."""
+    its splits are numbered from ``first_index``; ``scanned``: scans started ahead (:func:`scan_ahead`);
+    ``skipped``: the starts of transactions to leave out (already ingested, by their GTID)."""
     path = os.fspath(path)
     size = os.stat(path).st_size
     transactions = _from(path, _transactions(path, size, scanned), start)
@@ -273,7 +297,7 @@ def plan_file(
     splits = tuple(
         Split(path, group[0].start, group[-1].end, first_index + number,
               _read_from(group[0].start, later), flavour, len(group))
-        for number, group in enumerate(_groups(transactions, target_bytes))
+        for number, group in enumerate(_groups(transactions, target_bytes, skipped))
     )
     log.debug("%s: %d bytes, %d transactions in %d splits, resume at %d", path, size, len(transactions), len(splits), resume)
     return FilePlan(path, size, splits, resume, flavour, tail_error)
@@ -301,10 +325,12 @@ def plan_splits(
     target_bytes: int = DEFAULT_TARGET_BYTES,
     start_positions: Mapping[str, int] | None = None,
     scanned: Mapping[str, Future] | None = None,
+    skipped: Mapping[str, AbstractSet[int]] | None = None,
 ) -> SplitPlan:
     """Cut ``files`` (in log order) into splits of about ``target_bytes``; see the module docstring.
     ``start_positions`` maps a file's path to where to start reading it (default 0); ``scanned``:
-    the transaction scans :func:`scan_ahead` started, used for the files that have not changed since.
+    the transaction scans :func:`scan_ahead` started, used for the files that have not changed since;
+    ``skipped``: per file path, the starts of transactions to leave out (no split holds them).
 
     Raises the reader's located :class:`~binlog_codec.errors.BinlogError` for a
     file whose framing is broken, ``ValueError`` for a target below one byte or
@@ -317,7 +343,8 @@ def plan_splits(
     plans: list[FilePlan] = []
     for path in paths:
         start = (start_positions or {}).get(path, 0)
-        plans.append(plan_file(path, target_bytes, sum(len(plan.splits) for plan in plans), start, scanned))
+        skip = (skipped or {}).get(path, frozenset())
+        plans.append(plan_file(path, target_bytes, sum(len(plan.splits) for plan in plans), start, scanned, skip))
     plan = SplitPlan(plans)
     log.info(
         "planned %d files: %d splits, %d transactions, %d bytes (target %d bytes per split)",

@@ -100,8 +100,11 @@ def test_binlog_ingest_schedules_non_empty_intervals_one_run_at_a_time(loaded):
 
 def test_binlog_ingest_takes_source_warehouse_master_and_rebuild_as_params(loaded):
     dag = loaded["dags"]["binlog_ingest"]
-    assert set(dag["params"]) == {"source_uri", "warehouse_uri", "spark_master", "rebuild"}
+    assert set(dag["params"]) == {
+        "source_uri", "warehouse_uri", "spark_master", "rebuild", "stream", "accept_gap", "accept_new_series",
+    }
     assert dag["params"].pop("rebuild") is False  # new data, unless a backfill run or asked for
+    assert dag["params"].pop("accept_gap") is False and dag["params"].pop("accept_new_series") is False  # never by default
     assert all(value == "" for value in dag["params"].values())  # empty: the Variables and environment decide
 
 

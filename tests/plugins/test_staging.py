@@ -161,9 +161,17 @@ def test_nothing_is_pending_after_the_end_of_the_last_file():
     assert pending_objects(LISTING, {"file": "mariadb-bin.000011", "position": 300}) == []
 
 
-def test_a_checkpoint_file_missing_from_the_store_is_an_error():
-    with pytest.raises(StagingError, match="mariadb-bin.000005 is not in the store"):
-        pending_objects(LISTING, {"file": "mariadb-bin.000005", "position": 4})
+def test_without_the_checkpoint_file_every_binlog_is_staged_for_the_run_to_judge(caplog):
+    """A stream pointed at another server's binlogs finds its place by GTID in the staged files
+    (or the run refuses): staging takes them all, and says why."""
+    pending = pending_objects(LISTING, {"file": "mariadb-bin.000005", "position": 4})
+    assert names(pending) == names(pending_objects(LISTING, None))
+    assert "mariadb-bin.000005 is not in the store" in caplog.text
+
+
+def test_compressed_copies_are_staged_in_their_place_in_the_log():
+    listing = objects(("b.000003.gz", 10), ("b.000002", 50), ("b.000004.zst", 9), ("b.000004.bak", 9), ("b.index", 1))
+    assert names(pending_objects(listing, {"file": "b.000002", "position": 50})) == ["b.000003.gz", "b.000004.zst"]
 
 
 def test_log_order_sorts_by_base_then_number():

@@ -137,7 +137,7 @@ def test_a_run_planned_before_another_commit_is_refused_not_published_twice(spar
         return {name: data for name, data in files(warehouse).items() if not name.startswith(pipeline.RUNS_FOLDER)}
 
     after = visible()
-    with pytest.raises(pipeline.StaleRun, match="planned from .* at None, but the checkpoint is now"):
+    with pytest.raises(pipeline.StaleRun, match="planned from .* at the start .nothing read yet., but its checkpoint is now"):
         pipeline.publish_run(str(warehouse), stale.run_id)
     assert visible() == after  # its rows are not added a second time
     assert not pipeline.work_folder(warehouse, stale.run_id).exists()  # and it is not tried again
