@@ -2,6 +2,8 @@
 
 ``mariadb``       a private MariaDB server for the whole test session
                   (tests using it are marked ``@pytest.mark.integration``).
+``mariadb_pair``  a fresh primary (server id 1) and GTID replica (server id 2)
+                  for one test, for failover tests (also ``integration``).
 ``fixtures_dir``  the shared binlog fixtures, kept outside the repository in
                   ``../shared/fixtures/binlogs``.
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -59,6 +62,48 @@ def mariadb(tmp_path_factory):
             server.stop()
         except ServerError as exc:  # pragma: no cover - reported, not fatal
             print(f"warning: stopping the MariaDB server failed: {exc}", file=sys.stderr)
+
+
+@pytest.fixture
+def mariadb_pair(tmp_path_factory):
+    """``(primary, replica)``: two fresh private MariaDB servers for one test, server ids 1
+    and 2 on free ports, the replica replicating from the primary with GTID
+    (``MASTER_USE_GTID=slave_pos``, ``log_slave_updates`` on, ``gtid_strict_mode`` on).
+    Both use the binlog base name ``mariadb-bin``. Both are stopped at teardown, also after
+    ``primary.kill()``. Function scope: a test may kill the primary and promote the replica.
+
+    Skipped like ``mariadb`` when MariaDB is missing (a failure under ``CI``).
+    """
+    missing = missing_tools()
+    if missing:
+        reason = (
+            f"MariaDB is not installed (missing: {', '.join(missing)}); "
+            "run: infra/mariadb.sh install"
+        )
+        if in_ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+
+    # Short directory names keep the Unix socket paths under their length limit.
+    primary = MariaDBServer(tmp_path_factory.mktemp("mdb1"), server_id=1)
+    replica = MariaDBServer(tmp_path_factory.mktemp("mdb2"), server_id=2)
+    try:
+        try:
+            # Both initialise and start at once: half the wait.
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                futures = [pool.submit(server.start) for server in (primary, replica)]
+            for future in futures:
+                future.result()
+            replica.replicate_from(primary)
+        except (ServerError, OSError) as exc:
+            pytest.fail(f"could not start a private MariaDB primary and replica: {exc}", pytrace=False)
+        yield primary, replica
+    finally:
+        for server in (replica, primary):
+            try:
+                server.stop()
+            except ServerError as exc:  # pragma: no cover - reported, not fatal
+                print(f"warning: stopping a MariaDB server failed: {exc}", file=sys.stderr)
 
 
 @pytest.fixture(scope="session")

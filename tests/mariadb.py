@@ -38,6 +38,35 @@ class ServerError(RuntimeError):
     """The private server could not be started or did not answer."""
 
 
+# The user a replica logs in to its primary with (created by ``replicate_from``).
+REPL_USER = "repl"
+REPL_PASSWORD = "repl-pw"
+
+
+def parse_gtid_pos(text: str) -> dict[int, tuple[int, int]]:
+    """A GTID position such as ``"0-1-12,7-2-3"`` as ``{domain: (server_id, seq_no)}``.
+    (Parse a binlog *state*, which may repeat a domain, with ``text.split(",")`` instead.)"""
+    out: dict[int, tuple[int, int]] = {}
+    for part in text.replace("\n", ",").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        domain, server, seq = (int(x) for x in part.split("-"))
+        out[domain] = (server, seq)
+    return out
+
+
+def gtid_pos_covers(
+    have: dict[int, tuple[int, int]], want: dict[int, tuple[int, int]], same_server: bool = False
+) -> bool:
+    """Whether position ``have`` is at or past ``want`` in every domain of ``want`` (with
+    ``same_server``, only where ``have`` names the same server id as ``want``)."""
+    return all(
+        domain in have and have[domain][1] >= seq and (not same_server or have[domain][0] == server)
+        for domain, (server, seq) in want.items()
+    )
+
+
 def _find(*names: str) -> str | None:
     for name in names:
         found = shutil.which(name)
@@ -80,15 +109,22 @@ class MariaDBServer:
 
     Statements are sent with the ``mariadb`` command-line client over the
     server's Unix socket; each ``sql()`` call is one client session.
+
+    ``server_id`` is passed to the script as ``SERVER_ID``. Two servers make a GTID
+    primary/replica pair with ``replica.replicate_from(primary)``; ``wait_caught_up``,
+    ``kill`` and ``promote`` drive a failover (see the ``mariadb_pair`` fixture).
     """
 
-    def __init__(self, directory: Path, port: int | None = None, env: dict | None = None):
+    def __init__(self, directory: Path, port: int | None = None, env: dict | None = None, server_id: int = 1):
         self.directory = Path(directory)
         self.port = port or free_port()
+        self.server_id = int(server_id)
         self.datadir = self.directory / "data"
         self.binlog_dir = self.directory / "binlog"
+        self.relay_dir = self.directory / "relay"
         self.socket = self.directory / "mariadb.sock"
         self._env = dict(os.environ, **(env or {}))
+        self._env["SERVER_ID"] = str(self.server_id)
         self._client = _find("mariadb", "mysql")
 
     # -- lifecycle -----------------------------------------------------------
@@ -111,6 +147,11 @@ class MariaDBServer:
         """Clean shutdown (ends the current binlog with a STOP event) and start."""
         self.stop()
         self.start()
+
+    def kill(self) -> None:
+        """``kill -9`` the server (a crash: no STOP event, no shutdown of the engine) and wait
+        until the process is gone. ``stop()`` and ``start()`` still work afterwards."""
+        self._infra("kill", str(self.directory), timeout=60)
 
     def is_running(self) -> bool:
         proc = subprocess.run(
@@ -162,6 +203,98 @@ class MariaDBServer:
 
     def current_binlog(self) -> Path:
         return self.binlog_files()[-1]
+
+    # -- GTID replication ----------------------------------------------------
+    def variable(self, name: str) -> str:
+        """The value of the global ``@@name`` (``""`` for an empty string)."""
+        rows = self.rows(f"SELECT @@GLOBAL.{name}")
+        return rows[0][0] if rows and rows[0] else ""
+
+    def gtid_binlog_pos(self) -> str:
+        """``@@gtid_binlog_pos``: the last GTID binlogged per domain, e.g. ``"0-1-12"``."""
+        return self.variable("gtid_binlog_pos")
+
+    def gtid_binlog_state(self) -> str:
+        """``@@gtid_binlog_state``: the last GTID binlogged per (domain, server id) pair,
+        e.g. ``"0-1-12,0-2-15"`` once a domain has had two primaries."""
+        return self.variable("gtid_binlog_state")
+
+    def gtid_slave_pos(self) -> str:
+        """``@@gtid_slave_pos``: the last GTID applied by replication, per domain."""
+        return self.variable("gtid_slave_pos")
+
+    def gtid_current_pos(self) -> str:
+        """``@@gtid_current_pos``: the newer of binlog and slave position, per domain."""
+        return self.variable("gtid_current_pos")
+
+    def slave_status(self) -> dict[str, str]:
+        """``SHOW SLAVE STATUS`` as a dict (empty when this server replicates from nobody)."""
+        lines = self.sql("SHOW SLAVE STATUS").split("\n")
+        if len(lines) < 2 or not lines[1]:
+            return {}
+        header = lines[0].split("\t")
+        # --raw output: a value may hold a newline, so split the rest on tabs only.
+        values = "\n".join(lines[1:]).rstrip("\n").split("\t")
+        return dict(zip(header, values))
+
+    def ensure_replication_user(self) -> None:
+        """Create ``REPL_USER``@``127.0.0.1`` with REPLICATION SLAVE on this server, outside
+        the binlog (it does not show up in the GTID stream a test looks at)."""
+        self.sql(
+            "SET SESSION sql_log_bin = 0;\n"
+            f"CREATE USER IF NOT EXISTS '{REPL_USER}'@'127.0.0.1' IDENTIFIED BY '{REPL_PASSWORD}';\n"
+            f"GRANT REPLICATION SLAVE ON *.* TO '{REPL_USER}'@'127.0.0.1';\n"
+        )
+
+    def replicate_from(self, primary: "MariaDBServer") -> None:
+        """Make this server a GTID replica of ``primary`` (``MASTER_USE_GTID=slave_pos``) and
+        start replicating. Creates the replication user on ``primary`` first: root may only log
+        in over the socket."""
+        primary.ensure_replication_user()
+        self.sql(
+            "STOP SLAVE;\n"
+            f"CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT={int(primary.port)}, "
+            f"MASTER_USER='{REPL_USER}', MASTER_PASSWORD='{REPL_PASSWORD}', "
+            "MASTER_CONNECT_RETRY=1, MASTER_USE_GTID=slave_pos;\n"
+            "START SLAVE;\n"
+        )
+
+    def wait_caught_up(self, primary: "MariaDBServer", timeout: float = 30) -> str:
+        """Wait until this replica has applied everything ``primary`` had binlogged when
+        called: ``@@gtid_slave_pos`` reaches ``primary``'s ``@@gtid_binlog_pos`` in every
+        domain (or ``@@gtid_current_pos`` does with the same server ids: transactions this
+        server once wrote itself and got back from ``primary``; a local write of its own never
+        counts). Returns that primary position; on timeout, ``ServerError`` naming both
+        positions and SHOW SLAVE STATUS's thread states and last errors."""
+        target = primary.gtid_binlog_pos()
+        wanted = parse_gtid_pos(target)
+        deadline = time.monotonic() + timeout
+        while True:
+            slave_pos = self.gtid_slave_pos()
+            current_pos = self.gtid_current_pos()
+            if gtid_pos_covers(parse_gtid_pos(slave_pos), wanted) or gtid_pos_covers(
+                parse_gtid_pos(current_pos), wanted, same_server=True
+            ):
+                return target
+            if time.monotonic() > deadline:
+                status = self.slave_status()
+                raise ServerError(
+                    f"replica on port {self.port} did not catch up with the primary on port "
+                    f"{primary.port} within {timeout}s: primary gtid_binlog_pos={target!r}, "
+                    f"replica gtid_slave_pos={slave_pos!r} gtid_current_pos={current_pos!r}; "
+                    f"Slave_IO_Running={status.get('Slave_IO_Running')!r} "
+                    f"Slave_SQL_Running={status.get('Slave_SQL_Running')!r} "
+                    f"Last_Error={status.get('Last_Error')!r} "
+                    f"Last_IO_Error={status.get('Last_IO_Error')!r} "
+                    f"Last_SQL_Error={status.get('Last_SQL_Error')!r}"
+                )
+            time.sleep(0.05)
+
+    def promote(self) -> None:
+        """Stop replicating and forget the primary (``STOP SLAVE; RESET SLAVE ALL``) so this
+        server takes writes as the new primary; its new transactions get its own server id
+        and continue each domain's sequence numbers."""
+        self.sql("STOP SLAVE;\nRESET SLAVE ALL;\nSET GLOBAL read_only = OFF;\n")
 
     def wait_settled(self, timeout: float = 20.0) -> Path:
         """Wait until the server has nothing more to write to its current
