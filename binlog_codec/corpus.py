@@ -391,9 +391,12 @@ def write_corpus(
     compress: bool = False,
     max_rows: int = 200,
     target_bytes: int | None = None,
+    first_transaction: int = 0,
 ) -> CorpusSummary:
     """Write a synthetic MySQL 8.0 binlog to ``path``: ``transactions`` transactions, or as many
     as it takes for the file to reach ``target_bytes`` (whichever comes first when both are given).
+    Transactions are numbered (GTID, XID, commit time) from ``first_transaction``: a file that
+    goes on from another one's last transaction continues that log.
 
     ``image`` is ``binlog_row_image`` (full, minimal or noblob); ``compress`` wraps each
     transaction in a zstd TRANSACTION_PAYLOAD_EVENT; at most ``max_rows`` rows per table are
@@ -409,7 +412,7 @@ def write_corpus(
         corpus = _CorpusWriter(writer, rng, image, compress, max_rows)
         number = 0
         while _wanted(number, transactions, writer.position, target_bytes):
-            corpus.transaction(number)
+            corpus.transaction(first_transaction + number)
             number += 1
         size = writer.position
     log.info(

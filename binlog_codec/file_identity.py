@@ -29,12 +29,13 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import asdict, dataclass
+from typing import Iterator
 
 from .errors import TruncatedError
 from .event_types import GTID_TYPES, EventType
 from .events import decode
 from .gtid_set import GtidSet
-from .reader import BinlogReader
+from .reader import BinlogReader, RawEvent
 
 HEAD_LIMIT = 64 << 10  # bytes hashed at most: enough to tell one first transaction from another
 _HEADER_EVENTS = (EventType.FORMAT_DESCRIPTION, EventType.START_V3, EventType.PREVIOUS_GTIDS, EventType.GTID_LIST,
@@ -83,7 +84,8 @@ def read_identity(path: str | os.PathLike[str], name: str | None = None) -> File
     reader = BinlogReader(path, unwrap_payloads=False, name=name)
     fde = server_id = start = None
     head_end = 0
-    for raw in reader:
+    events = iter(reader)
+    for raw in events:
         if fde is None:
             fde, server_id = raw.fde, raw.header.server_id
         if raw.type_code in (EventType.PREVIOUS_GTIDS, EventType.GTID_LIST):
@@ -91,7 +93,7 @@ def read_identity(path: str | os.PathLike[str], name: str | None = None) -> File
         if raw.type_code in _HEADER_EVENTS:
             head_end = raw.end_pos
             continue
-        head_end = _first_transaction_end(reader, raw)
+        head_end = _first_transaction_end(events, raw)
         break
     if fde is None:
         raise TruncatedError(
@@ -106,11 +108,11 @@ def read_identity(path: str | os.PathLike[str], name: str | None = None) -> File
     )
 
 
-def _first_transaction_end(reader: BinlogReader, first) -> int:
+def _first_transaction_end(events: Iterator[RawEvent], first: RawEvent) -> int:
     """Where the transaction that starts with the event ``first`` ends (as far as the file
-    goes): the next transaction's start, or the last event read."""
+    goes): its XID or TRANSACTION_PAYLOAD event, else the event before the next GTID event."""
     end = first.end_pos
-    for raw in reader:
+    for raw in events:
         if raw.type_code in GTID_TYPES or end >= HEAD_LIMIT:
             break
         end = raw.end_pos

@@ -81,9 +81,11 @@ for run_id, finished, rows, quality in runs:
     print(f"run {run_id} ({finished:%Y-%m-%d %H:%M:%S} UTC): {rows} row changes, quality {state}")
     if outcome and outcome.get("data_docs"):
         print(f"  Data Docs: {warehouse / outcome['data_docs']}")
+from spark_jobs.streams import position_text
+
 checkpoint = json.loads((warehouse / "metadata" / "checkpoint.json").read_text())
-for source, position in checkpoint.items():
-    print(f"checkpoint of {source}: {position['file']} at {position['position']}")
+for stream, position in checkpoint.items():
+    print(f"stream {stream}: {position_text(position)}")
 
 print("\nrow changes per table (changes/):")
 for table in sorted(p for p in (warehouse / "changes").glob("*/*") if p.is_dir()):

@@ -1,12 +1,15 @@
-"""The binlake view in the Airflow 3 UI: checkpoints, lag, last runs and their quality.
+"""The binlake view in the Airflow 3 UI: streams, refusals, lag, last runs and their quality.
 
 Airflow's API server mounts the FastAPI app below under ``/binlake``, and the
 ``external_views`` entry puts a "binlake" link in the navigation that shows
 the page inside the Airflow UI. Two routes:
 
-- ``/binlake/`` — one server-rendered HTML page (no JavaScript): a table of
-  sources (checkpoint, newest binlog object, lag) and a table of the last runs
-  (rows per table, quality outcome, link to the run's Data Docs);
+- ``/binlake/`` — one server-rendered HTML page (no JavaScript): the refused
+  runs waiting for a decision of the user, when there are any (stream, when,
+  the problem, the way forward); a table of streams (source, checkpoint
+  position, GTID set, newest binlog object, lag) and a table of the last runs
+  (rows per table, what the user accepted and what the run noticed, quality
+  outcome, link to the run's Data Docs);
 - ``/binlake/quality/<path>`` — the warehouse's ``quality/`` folder, so the
   Data Docs (Great Expectations' HTML report) of each run open from the page.
 
@@ -29,7 +32,7 @@ route (present and future) goes through:
 - **What**: the caller must be allowed to read the runs of the
   ``binlog_ingest`` DAG (:func:`~airflow.api_fastapi.core_api.security.requires_access_dag`
   with ``GET`` on ``DagAccessEntity.RUN``), else 403 ``Forbidden``. The page
-  shows what that DAG's runs produced (sources, checkpoints, row counts per
+  shows what that DAG's runs produced (streams, checkpoints, row counts per
   table, quality failures) and the Data Docs quote rows of the data, so
   whoever may not read those runs in the Airflow UI may not read them here
   either. Mere access to the Airflow website (``AccessView.WEBSITE``) would
@@ -57,7 +60,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from plugins.settings import warehouse_path
-from plugins.warehouse_status import RunStatus, SourceStatus, StoreFor, WarehouseStatus, status
+from plugins.warehouse_status import RunStatus, StoreFor, StreamStatus, WarehouseStatus, status
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +140,9 @@ th { background: #f0f4f8; } td.num { text-align: right; font-variant-numeric: ta
 code { font-size: 0.9em; } .empty { color: #52606d; font-style: italic; }
 .ok { color: #107c41; font-weight: 600; } .bad { color: #c62828; font-weight: 600; }
 .unknown { color: #8d6e00; } .per-table { margin: 0; padding-left: 1rem; }
+.refused { border: 2px solid #c62828; background: #fdecea; padding: 0.2rem 1rem 0.8rem; margin-top: 1.2rem; }
+.refused h2 { color: #c62828; margin-top: 0.8rem; } .refused th { background: #f9d6d2; }
+.notes { margin: 0; padding-left: 1rem; font-size: 0.85em; color: #52606d; } .notes .accepted { color: #8d6e00; }
 """
 
 
@@ -145,7 +151,8 @@ def render_page(report: WarehouseStatus, docs_href: Callable[[str | None], str |
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return _document(
         f"<p class='where'>Warehouse <code>{escape(str(report.warehouse))}</code> &middot; as of {generated}</p>"
-        f"<h2>Sources</h2>{sources_table(report.sources)}"
+        f"{refusals_section(report.refusals)}"
+        f"<h2>Streams</h2>{streams_table(report.streams)}"
         f"<h2>Last runs</h2>{runs_table(report.runs, docs_href)}"
     )
 
@@ -166,37 +173,79 @@ def _document(body: str) -> str:
     )
 
 
-def sources_table(sources: list[SourceStatus]) -> str:
-    """One row per source: checkpoint, newest binlog object, lag."""
-    if not sources:
+def refusals_section(refusals: list[dict]) -> str:
+    """The refused runs waiting for a decision of the user, one row per stream; nothing when none.
+    Every text is escaped: problems name files of the source, which anyone writing there chooses."""
+    if not refusals:
+        return ""
+    rows = "".join(
+        "<tr>"
+        f"<td><code>{escape(str(refusal.get('stream') or ''))}</code></td>"
+        f"<td><code>{escape(str(refusal.get('source') or ''))}</code></td>"
+        f"<td>{escape(_when(refusal.get('at')))}</td>"
+        f"<td>{escape(str(refusal.get('problem') or ''))}</td>"
+        f"<td>{escape(str(refusal.get('way_forward') or ''))}</td>"
+        "</tr>"
+        for refusal in refusals
+    )
+    return (
+        "<section class='refused'><h2>Refused runs waiting for a decision</h2>"
+        "<p>These streams publish nothing until their source is mended or a run is started with the decision "
+        "the way forward names.</p>"
+        "<table id='refusals'><tr><th>stream</th><th>source</th><th>refused at</th><th>problem</th>"
+        f"<th>way forward</th></tr>{rows}</table></section>"
+    )
+
+
+def _when(at: object) -> str:
+    """A refusal's time (ISO 8601) as the runs show theirs; the text as it is when it is no time."""
+    try:
+        moment = datetime.fromisoformat(str(at))
+    except ValueError:
+        return str(at or "")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def streams_table(streams: list[StreamStatus]) -> str:
+    """One row per stream: its source, checkpoint position, GTID set, newest binlog object, lag."""
+    if not streams:
         return "<p class='empty'>No checkpoint yet: no run has been committed to this warehouse.</p>"
     rows = "".join(
         "<tr>"
+        f"<td><code>{escape(s.stream)}</code></td>"
         f"<td><code>{escape(s.source)}</code></td>"
-        f"<td><code>{escape(s.checkpoint_file)}</code></td>"
-        f"<td class='num'>{s.checkpoint_position:,}</td>"
+        f"<td><code>{escape(s.checkpoint_file)}</code> at {s.checkpoint_position:,}</td>"
+        f"<td>{_gtids(s)}</td>"
         f"<td>{_newest(s)}</td>"
         f"<td>{_lag(s)}</td>"
         "</tr>"
-        for s in sources
+        for s in streams
     )
-    return ("<table id='sources'><tr><th>source</th><th>checkpoint file</th><th>position</th>"
+    return ("<table id='streams'><tr><th>stream</th><th>source</th><th>position</th><th>GTID set</th>"
             f"<th>newest binlog</th><th>lag</th></tr>{rows}</table>")
 
 
-def _newest(source: SourceStatus) -> str:
-    if source.newest_object is None:
+def _gtids(stream: StreamStatus) -> str:
+    if not stream.uses_gtids:
+        return "<span class='empty'>no GTIDs: file and position</span>"
+    return f"<code>{escape(stream.gtids)}</code>" if stream.gtids else "<span class='empty'>(empty)</span>"
+
+
+def _newest(stream: StreamStatus) -> str:
+    if stream.newest_object is None:
         return "<span class='unknown'>unknown</span>"
-    return f"<code>{escape(source.newest_object)}</code> ({_size(source.newest_size)})"
+    return f"<code>{escape(stream.newest_object)}</code> ({_size(stream.newest_size)})"
 
 
-def _lag(source: SourceStatus) -> str:
-    if source.lag_files is None:
-        return f"<span class='unknown'>unknown: {escape(source.unknown_reason or '')}</span>"
-    if source.up_to_date:
+def _lag(stream: StreamStatus) -> str:
+    if stream.lag_files is None:
+        return f"<span class='unknown'>unknown: {escape(stream.unknown_reason or '')}</span>"
+    if stream.up_to_date:
         return "<span class='ok'>up to date</span>"
-    files = "1 file" if source.lag_files == 1 else f"{source.lag_files} files"
-    return f"<span class='bad'>{files}, {_size(source.lag_bytes)} behind</span>"
+    files = "1 file" if stream.lag_files == 1 else f"{stream.lag_files} files"
+    return f"<span class='bad'>{files}, {_size(stream.lag_bytes)} behind</span>"
 
 
 def runs_table(runs: list[RunStatus], docs_href: Callable[[str | None], str | None]) -> str:
@@ -206,19 +255,22 @@ def runs_table(runs: list[RunStatus], docs_href: Callable[[str | None], str | No
     rows = "".join(
         "<tr>"
         f"<td><code>{escape(run.run_id)}</code></td>"
+        f"<td><code>{escape(run.stream or '')}</code></td>"
         f"<td>{_finished(run)}</td>"
         f"<td class='num'>{'' if run.seconds is None else f'{run.seconds:.1f} s'}</td>"
         f"<td class='num'>{run.inputs}</td>"
         f"<td class='num'>{_size(run.bytes)}</td>"
         f"<td class='num'>{run.rows:,}</td>"
         f"<td>{_per_table(run.rows_per_table)}</td>"
+        f"<td>{_notes(run)}</td>"
         f"<td>{_quality(run)}</td>"
         f"<td>{_docs_link(docs_href(run.quality.data_docs))}</td>"
         "</tr>"
         for run in runs
     )
-    return ("<table id='runs'><tr><th>run</th><th>finished</th><th>took</th><th>files</th><th>bytes</th>"
-            f"<th>rows</th><th>rows per table</th><th>quality</th><th>Data Docs</th></tr>{rows}</table>")
+    return ("<table id='runs'><tr><th>run</th><th>stream</th><th>finished</th><th>took</th><th>files</th>"
+            "<th>bytes</th><th>rows</th><th>rows per table</th><th>accepted / notices</th><th>quality</th>"
+            f"<th>Data Docs</th></tr>{rows}</table>")
 
 
 def _finished(run: RunStatus) -> str:
@@ -230,6 +282,16 @@ def _per_table(rows_per_table: dict[str, int]) -> str:
         return "<span class='empty'>no row changes</span>"
     items = "".join(f"<li><code>{escape(table)}</code>: {rows:,}</li>" for table, rows in sorted(rows_per_table.items()))
     return f"<ul class='per-table'>{items}</ul>"
+
+
+def _notes(run: RunStatus) -> str:
+    """What the user accepted for the run, what it noticed, the transactions it skipped as read."""
+    items = [f"<li><span class='accepted'>accepted:</span> {escape(text)}</li>" for text in run.accepted]
+    items += [f"<li>notice: {escape(text)}</li>" for text in run.notices]
+    if run.skipped_transactions:
+        count = run.skipped_transactions
+        items.append(f"<li>skipped {count:,} transaction{'' if count == 1 else 's'} already read</li>")
+    return f"<ul class='notes'>{''.join(items)}</ul>" if items else ""
 
 
 def _quality(run: RunStatus) -> str:

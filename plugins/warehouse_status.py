@@ -1,4 +1,4 @@
-"""What a warehouse looks like right now: per source, how far it is ingested; the last runs.
+"""What a warehouse looks like right now: per stream, how far it is ingested; refusals; the last runs.
 
 This is the data behind the binlake view in the Airflow UI
 (:mod:`plugins.binlake_view`), kept free of Airflow and FastAPI so that any
@@ -7,17 +7,25 @@ Python process can call it::
     from plugins.warehouse_status import status
 
     report = status(Path("/data/warehouse"))
-    for source in report.sources:
-        print(source.source, source.checkpoint_file, source.lag_files, source.lag_bytes)
+    for stream in report.streams:
+        print(stream.stream, stream.source, stream.checkpoint_file, stream.gtids, stream.lag_files)
 
-Per source (each key of ``metadata/checkpoint.json``) it gives the committed
-checkpoint and, when the source can be listed, its newest binlog object and
-the **lag**: the files the next run would read and their unread bytes (the
-rest of the checkpoint's file past the committed position, plus every later
-file). A source that cannot be listed has its lag unknown, with the reason.
+Per stream (each key of ``metadata/checkpoint.json``: the stream's name, by
+default its source URI; :mod:`spark_jobs.streams`) it gives the source the
+stream last read, the committed checkpoint (file and position, the GTID set
+read and the continuity mode: ``gtid`` or ``file-position``) and, when that
+source can be listed, its newest binlog object and the **lag**: the files the
+next run would read and their unread bytes (the rest of the checkpoint's file
+past the committed position, plus every later file). A source that cannot be
+listed has its lag unknown, with the reason. Entries written before streams
+(``file`` and ``position`` only) are streams named after their source, without
+GTIDs.
 
-The runs come from ``metadata/runs/*.parquet`` (one row per committed run),
-newest first, with their quality outcome when the run was validated.
+The refusals are the runs refused for a decision of the user
+(:func:`spark_jobs.refusals.waiting`): a gap in the log, a new series... The
+runs come from ``metadata/runs/*.parquet`` (one row per committed run), newest
+first, with their quality outcome when the run was validated and what the user
+accepted for them.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import Callable
 
 import pyarrow.parquet as pq
 
+from spark_jobs import refusals
 from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, is_binlog_name, log_order
 from spark_jobs.publish import read_checkpoint
 
@@ -40,17 +49,27 @@ RUNS = Path("metadata") / "runs"
 DEFAULT_RUN_COUNT = 20
 
 
-@dataclass(frozen=True)
-class SourceStatus:
-    """One source: its checkpoint, its newest binlog object and how far behind the warehouse is.
+GTID = "gtid"
+FILE_POSITION = "file-position"
 
-    ``newest_*`` and ``lag_*`` are None when the source could not be listed;
+
+@dataclass(frozen=True)
+class StreamStatus:
+    """One stream: the source it reads, its checkpoint, that source's newest binlog object and how
+    far behind the warehouse is.
+
+    ``gtids`` is the GTID set the stream has read (text, ``0-1-120`` or ``uuid:1-57``; None when
+    the stream has no GTIDs) and ``continuity`` how the next run finds its place: ``gtid`` or
+    ``file-position``. ``newest_*`` and ``lag_*`` are None when the source could not be listed;
     ``unknown_reason`` then says why.
     """
 
+    stream: str
     source: str
     checkpoint_file: str
     checkpoint_position: int
+    gtids: str | None = None
+    continuity: str = FILE_POSITION
     newest_object: str | None = None
     newest_size: int | None = None
     lag_files: int | None = None
@@ -60,6 +79,11 @@ class SourceStatus:
     @property
     def up_to_date(self) -> bool:
         return self.lag_files == 0
+
+    @property
+    def uses_gtids(self) -> bool:
+        """Whether the stream follows its log by GTID set (else by file and position only)."""
+        return self.gtids is not None
 
 
 @dataclass(frozen=True)
@@ -81,7 +105,9 @@ NOT_VALIDATED = Quality(validated=False)
 
 @dataclass(frozen=True)
 class RunStatus:
-    """One committed run, as ``metadata/runs`` recorded it."""
+    """One committed run, as ``metadata/runs`` recorded it: its stream, counts and quality, what the
+    user ``accepted`` for it (``missing files mariadb-bin.000004``), what it noticed without stopping
+    (``notices``) and how many transactions it skipped as already read (by GTID)."""
 
     run_id: str
     source: str | None
@@ -92,15 +118,24 @@ class RunStatus:
     rows: int
     rows_per_table: dict[str, int] = field(default_factory=dict)
     quality: Quality = NOT_VALIDATED
+    stream: str | None = None
+    continuity: str | None = None
+    gtid_set: str | None = None
+    accepted: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    skipped_transactions: int = 0
 
 
 @dataclass(frozen=True)
 class WarehouseStatus:
-    """The whole picture: the warehouse root, one entry per source, the last runs newest first."""
+    """The whole picture: the warehouse root, one entry per stream, the refusals waiting for a
+    decision (dicts of :func:`spark_jobs.refusals.waiting`: ``stream``, ``source``, ``at``,
+    ``kind``, ``problem``, ``way_forward``; oldest first), the last runs newest first."""
 
     warehouse: Path
-    sources: list[SourceStatus]
+    streams: list[StreamStatus]
     runs: list[RunStatus]
+    refusals: list[dict] = field(default_factory=list)
 
 
 # A function giving the object store behind a source URI (``plugins.hooks.store_for``).
@@ -113,20 +148,30 @@ def status(warehouse: Path, store_for: StoreFor | None = None, *, run_count: int
     at most ``run_count`` runs are returned."""
     warehouse = Path(warehouse)
     checkpoint = read_checkpoint(warehouse)
-    sources = [source_status(uri, position, store_for) for uri, position in sorted(checkpoint.items())]
-    return WarehouseStatus(warehouse, sources, last_runs(warehouse, run_count))
+    streams = [stream_status(name, entry, store_for) for name, entry in sorted(checkpoint.items())]
+    return WarehouseStatus(warehouse, streams, last_runs(warehouse, run_count), refusals.waiting(warehouse))
 
 
-# ---------------------------------------------------------------- sources
+# ---------------------------------------------------------------- streams
 
 
-def source_status(source: str, checkpoint: dict, store_for: StoreFor | None = None) -> SourceStatus:
-    """Checkpoint, newest object and lag of one source; lag unknown when listing it fails."""
-    committed = SourceStatus(source, checkpoint["file"], int(checkpoint["position"]))
+def stream_status(stream: str, entry: dict, store_for: StoreFor | None = None) -> StreamStatus:
+    """Checkpoint, newest object and lag of one stream (``entry``: its checkpoint entry, the JSON
+    of a :class:`spark_jobs.streams.StreamState`); the lag is that of the source the stream last
+    read, unknown when listing it fails. An entry written before streams (``file`` and
+    ``position`` only) is keyed by its source and has no GTIDs.
+
+    The entry is read as JSON, not through :mod:`spark_jobs.streams`: that module loads the
+    binlog codec (compiled extensions), which the Airflow processes showing this page do not
+    need, and which failed to import inside ``airflow standalone``'s plugin loading."""
+    gtids = entry.get("gtids")
+    continuity = entry.get("continuity") or (GTID if gtids is not None else FILE_POSITION)
+    committed = StreamStatus(stream, entry.get("source") or stream, entry["file"], int(entry["position"]),
+                             gtids=gtids, continuity=continuity)
     try:
-        objects = list_binlogs(source, store_for)
+        objects = list_binlogs(committed.source, store_for)
     except Exception as exc:  # unreachable store, missing credentials, deleted folder: shown, not fatal
-        log.warning("cannot list source %s: %s", source, exc)
+        log.warning("stream %s: cannot list source %s: %s", stream, committed.source, exc)
         return _unknown(committed, f"cannot list the source: {exc}")
     return lag(committed, objects)
 
@@ -142,7 +187,7 @@ def list_binlogs(source: str, store_for: StoreFor | None = None) -> list[tuple[s
     return sorted(found, key=lambda item: log_order(item[0]))
 
 
-def lag(committed: SourceStatus, objects: list[tuple[str, int]]) -> SourceStatus:
+def lag(committed: StreamStatus, objects: list[tuple[str, int]]) -> StreamStatus:
     """``committed`` completed with the newest object and the lag behind it (the module text
     says what the lag counts)."""
     if not objects:
@@ -160,13 +205,13 @@ def lag(committed: SourceStatus, objects: list[tuple[str, int]]) -> SourceStatus
     )
 
 
-def _unknown(committed: SourceStatus, reason: str, newest: tuple[str, int] | None = None) -> SourceStatus:
+def _unknown(committed: StreamStatus, reason: str, newest: tuple[str, int] | None = None) -> StreamStatus:
     name, size = newest or (None, None)
     return replace(committed, newest_object=name, newest_size=size, unknown_reason=reason)
 
 
 def _as_uri(source: str) -> str:
-    """Checkpoint keys are URIs (``s3://``, ``file://``) or, for local runs, plain folder paths."""
+    """Sources are URIs (``s3://``, ``file://``) or, for local runs, plain folder paths."""
     return source if "://" in source else Path(source).resolve().as_uri()
 
 
@@ -188,8 +233,9 @@ def last_runs(warehouse: Path, count: int = DEFAULT_RUN_COUNT) -> list[RunStatus
 
 
 def run_status(record: dict) -> RunStatus:
-    """One ``metadata/runs`` row; columns added by later versions (``source``, ``quality``)
-    may be missing from older rows."""
+    """One ``metadata/runs`` row; columns added by later versions (``source``, ``quality``,
+    ``stream``, ``accepted``...) may be missing from older rows: their stream was their source,
+    they accepted and noticed nothing, skipped no transaction."""
     return RunStatus(
         run_id=record["run_id"],
         source=record.get("source"),
@@ -200,6 +246,12 @@ def run_status(record: dict) -> RunStatus:
         rows=record.get("rows") or 0,
         rows_per_table=json.loads(record.get("rows_per_table") or "{}"),
         quality=quality_of(record.get("quality")),
+        stream=record.get("stream") or record.get("source"),
+        continuity=record.get("continuity"),
+        gtid_set=record.get("gtid_set"),
+        accepted=list(record.get("accepted") or []),
+        notices=list(record.get("notices") or []),
+        skipped_transactions=record.get("skipped_transactions") or 0,
     )
 
 

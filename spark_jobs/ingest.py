@@ -54,7 +54,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binlog_codec.arrow import TABLE_SCHEMA
-from spark_jobs import publish
+from spark_jobs import publish, refusals
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.layout import table_folder
 from spark_jobs.lock import locks_warehouse
@@ -90,6 +90,7 @@ RUNS_SCHEMA = pa.schema([
     pa.field("continuity", pa.string()),
     pa.field("gtid_set", pa.string()),
     pa.field("accepted", pa.list_(pa.string())),
+    pa.field("notices", pa.list_(pa.string())),
     pa.field("skipped_transactions", pa.int64()),
 ])
 INFLATED_FOLDER = "_inflated"  # under RUNS_FOLDER: compressed binlogs of a stream, decompressed
@@ -118,7 +119,8 @@ class IngestResult:
     a run of :mod:`spark_jobs.backfill` (with its ``interval`` and the tables it
     ``skipped``). ``stream`` owns the checkpoint (``start_position``: its entry the run was planned
     from); ``continuity`` is ``gtid`` or ``file-position``, ``gtids`` the stream's GTID set after
-    the run, ``accepted`` what the user accepted for it (a gap, a new series), and
+    the run, ``accepted`` what the user accepted for it (a gap, a new series), ``notices`` what
+    the planning noticed without stopping, and
     ``skipped_transactions`` how many transactions were already read (by GTID).
     """
 
@@ -140,6 +142,7 @@ class IngestResult:
     continuity: str = ""
     gtids: str | None = None
     accepted: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
     skipped_transactions: int = 0
 
     def to_json(self) -> dict:
@@ -270,6 +273,7 @@ def _write_run_record(out: Path, result: IngestResult) -> None:
         "continuity": result.continuity or None,
         "gtid_set": result.gtids,
         "accepted": result.accepted,
+        "notices": result.notices,
         "skipped_transactions": result.skipped_transactions,
     }
     folder = out / RUN_RECORDS
@@ -307,8 +311,13 @@ def prepare(
     stream = stream or default_stream(source_key)
     publish.recover(root)
     checkpoint = publish.read_checkpoint(root)
-    plan, scans = plan_run(source, root, checkpoint, stream=stream, source_key=source_key, accept=accept,
-                           scanned=scanned)
+    try:
+        plan, scans = plan_run(source, root, checkpoint, stream=stream, source_key=source_key, accept=accept,
+                               scanned=scanned)
+    except ContinuityError as refused:
+        refusals.record(root, stream, source_key, refused)
+        raise
+    refusals.clear(root, stream)  # the source continues the stream now: no decision is waiting
     if not plan.reads:
         log.info("stream %s: nothing new in %s after %s", stream, source, position_text(checkpoint.get(stream)))
         return IngestResult("", checkpoint=checkpoint, source=source_key, stream=stream)
@@ -327,7 +336,7 @@ def prepare(
     keys = primary_keys(decoded)
     result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat(),
                           stream=stream, continuity=plan.state.continuity, gtids=plan.state.gtids,
-                          accepted=plan.accepted, skipped_transactions=plan.skipped)
+                          accepted=plan.accepted, notices=plan.notices, skipped_transactions=plan.skipped)
     result.ends = {read.file.name: read.resume for read in plan.reads}
     result.rows = _materialize_tables(spark, decoded, keys, root, out, run_id)
     _copy_metadata(decoded, root, out, run_id)
@@ -475,6 +484,7 @@ def _summary(result: IngestResult) -> str:
     if result.skipped_transactions:
         lines.append(f"  {result.skipped_transactions:,} transactions already ingested (by GTID), skipped")
     lines += [f"  accepted: {choice}" for choice in result.accepted]
+    lines += [f"  notice: {notice}" for notice in result.notices]
     lines += [f"  {table}: {rows:,}" for table, rows in sorted(result.rows.items())]
     if result.quality is not None:
         checks = sum(t["expectations"] for t in result.quality["tables"])

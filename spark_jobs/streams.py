@@ -46,6 +46,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Mapping
 
+from binlog_codec.errors import BinlogError
 from binlog_codec.event_types import EventType
 from binlog_codec.events import decode
 from binlog_codec.file_identity import FileIdentity, read_identity, same_file
@@ -82,6 +83,10 @@ class GtidHole(ContinuityError):
 
 class GtidsReused(ContinuityError):
     """The source's files carry GTIDs the stream has read, but not the same transactions."""
+
+
+class ForeignLog(ContinuityError):
+    """A file of the source was written by a server of the other flavour than the log the stream follows."""
 
 
 class AlreadyIngested(ContinuityError):
@@ -140,13 +145,15 @@ class FileRead:
 @dataclass
 class StreamPlan:
     """What a run of ``stream`` reads (``reads``), how it chose (``mode``), what the user accepted,
-    and the stream's state once the run is published."""
+    what it noticed without stopping (``notices``: a file read before that changed, where the
+    GTID set shows the log goes on), and the stream's state once the run is published."""
 
     stream: str
     mode: str
     reads: list[FileRead]
     state: StreamState
     accepted: list[str] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
 
     @property
     def skipped(self) -> int:
@@ -215,6 +222,9 @@ class _Planner:
         self.stream, self.source, self.files, self.state, self.scan = stream, source, files, state, scan
         self.accept = accept
         self.accepted: list[str] = []
+        self.notices: list[str] = []
+        self.changed: dict[str, str] = {}
+        self.entered_by_gtid = False  # only files entered by GTID may hold transactions the stream has read
         self._identities: dict[str, FileIdentity] = {}
 
     def identity(self, file: SourceFile) -> FileIdentity:
@@ -226,25 +236,33 @@ class _Planner:
 
     def plan(self, others: Mapping[str, StreamState]) -> StreamPlan:
         mode, first = self._start()
+        self.entered_by_gtid = mode == "gtid"
         reads, running, last = self._walk(mode, first)
         self._check_not_read_elsewhere(reads, others)
-        return StreamPlan(self.stream, mode, reads, self._state_after(mode, reads, running, last), self.accepted)
+        state = self._state_after(reads, running, last)
+        return StreamPlan(self.stream, mode, reads, state, self.accepted, self.notices)
 
     def _start(self) -> tuple[str, int]:
         """The mode and the index of the first file to look at."""
         names = [file.name for file in self.files]
         if self.state is None:
             return "start", 0
-        changed = self._changed()
-        if not changed and self.state.file in names:
-            return "continue", names.index(self.state.file)
+        changed = self.changed = self._changed()
         problem = "; ".join(changed.values())
+        have = self.state.gtid_set()
+        if self.state.file in names and self.state.file not in changed and (not changed or have):
+            if changed:  # only files before the checkpoint's: what comes after it is judged by GTID
+                self.notices.append(f"{problem}; the log goes on from the checkpoint's file {self.state.file}, "
+                                    "unchanged, and each later file is checked against the stream's GTID set")
+                log.warning("%s: %s", self.source, self.notices[-1])
+            return "continue", names.index(self.state.file)
         if ACCEPT_NEW_SERIES_CHOICE in self.accept:
             self.accepted.append(f"new series from {self.source}" + (f" ({problem})" if problem else ""))
             fresh = [i for i, f in enumerate(self.files) if f.name not in self.state.files or f.name in changed]
             return "new-series", fresh[0] if fresh else len(self.files)
-        have = self.state.gtid_set()
         if have:
+            if changed:
+                self.notices.append(f"{problem}; the stream found its place by its GTID set")
             return "gtid", self._gtid_start(have, problem)
         if changed:
             raise FileReplaced(
@@ -270,10 +288,16 @@ class _Planner:
             size = os.path.getsize(file.path)
             if not same_file(recorded, file.path):
                 changed[file.name] = (f"{file.name} holds other bytes than the file read under that name "
-                                      f"(now {self.identity(file).describe()}; read: {recorded.describe()})")
+                                      f"(now {self._describe(file)}; read: {recorded.describe()})")
             elif size < entry["position"]:
                 changed[file.name] = f"{file.name} has {size} bytes, fewer than the {entry['position']} read (truncated)"
         return changed
+
+    def _describe(self, file: SourceFile) -> str:
+        try:
+            return self.identity(file).describe()
+        except BinlogError as error:
+            return f"a file that does not read: {error}"
 
     def _gtid_start(self, have: GtidSet, problem: str) -> int:
         """The last file whose start set the stream has read all of: everything before it is read."""
@@ -281,13 +305,15 @@ class _Planner:
                     problem or f"the checkpoint file {self.state.file} is not there", have)
         for index in range(len(self.files) - 1, -1, -1):
             start = self.identity(self.files[index]).gtid_set()
-            if start is not None and start <= have:
+            if start is not None and start.flavour == have.flavour and start <= have:
                 return index
         if not self.files:
             raise CheckpointFileMissing(f"{self.source} holds no binlog files", "Point the stream at its source")
         first = self.files[0]
         start = self.identity(first).gtid_set()
-        if start is None:
+        if ACCEPT_GAP_CHOICE in self.accept:
+            return 0  # the walk records the gap at the first file's start
+        if start is None or start.flavour != have.flavour:
             raise GtidHole(f"{self.source}: its files log no GTID set; the stream {self.stream!r} has {have}",
                            "Point the stream at a source with GTIDs. " + ACCEPT_NEW_SERIES)
         raise GtidHole(
@@ -306,11 +332,15 @@ class _Planner:
         one from the next file's start set."""
         state = self.state if mode in ("continue", "gtid") else None
         running = state.gtid_set() if state else None
-        anchor = AnchorCheck(state.last if mode == "gtid" else None, self.source)
+        anchor = AnchorCheck(state.last if mode == "gtid" else None, self.source,
+                             required=state is not None and state.file in self.changed)
         previous = state.file if mode == "continue" else None
         reads: list[FileRead] = []
         last = state.last if state else None
         for file in self.files[first:]:
+            if mode == "new-series" and file.name in self.state.files and file.name not in self.changed:
+                self.notices.append(f"the new series ends before {file.name}, a file of the log read before")
+                break
             identity = self.identity(file)
             start = state.position if mode == "continue" and file.name == state.file else 0
             if start and os.path.getsize(file.path) <= start:
@@ -335,6 +365,12 @@ class _Planner:
         if previous and not gap and rotate_to and rotate_to != file.name:
             gap = [f"{rotate_to} (the file {previous}'s ROTATE event names it)"]
         start = identity.gtid_set()
+        if running is not None and running.flavour != identity.flavour:
+            raise ForeignLog(
+                f"{self.source}: {file.name} was written by a {identity.flavour} server ({identity.describe()}), the "
+                f"files before it by a {running.flavour} one: a source holds one log (one server's, or those of one "
+                "replication topology)", "Move it into a source of its own and ingest that as a stream of its own",
+            )
         if running is None:
             self._check_names(previous, file, gap)
             return start if start is not None else GtidSet.parse("", identity.flavour)
@@ -349,6 +385,13 @@ class _Planner:
                 )
             self.accepted.append(f"GTID gap {lacking.describe_missing()} before {file.name}")
             return running | lacking
+        behind = running - start if start is not None and running and not self.entered_by_gtid else None
+        if behind:
+            raise GtidsReused(
+                f"{self.source}: {file.name} starts at {start}, without {behind.describe_missing()} that the stream "
+                f"{self.stream!r} read before it: its server's GTIDs started again (RESET MASTER?) or the file "
+                "belongs to another log", ACCEPT_NEW_SERIES,
+            )
         if gap and start is not None and running:
             log.warning("%s: %s not in the source, but %s starts where the stream's GTID set %s ends: nothing is lost",
                         self.source, ", ".join(gap), file.name, running)
@@ -393,6 +436,13 @@ class _Planner:
             fingerprint = _fingerprint(transaction)
             gtid = fingerprint["gtid"] if running is not None else None
             if gtid is not None and gtid in running:
+                if not self.entered_by_gtid:
+                    raise GtidsReused(
+                        f"{self.source}: {file.name} at {transaction.start} holds the transaction {gtid}, which the "
+                        f"stream {self.stream!r} has read before ({running}): one log never holds a GTID twice, so its "
+                        "server's GTIDs started again (RESET MASTER?) or the file belongs to another log",
+                        ACCEPT_NEW_SERIES,
+                    )
                 anchor.seen(fingerprint)
                 skipped.add(transaction.start)
                 continue
@@ -418,7 +468,7 @@ class _Planner:
                         f"To go on with that log from this source, run with --stream {name!r} (DAG param stream)",
                     )
 
-    def _state_after(self, mode, reads, running, last) -> StreamState:
+    def _state_after(self, reads, running, last) -> StreamState:
         if not reads:
             return self.state
         files = dict(self.state.files) if self.state else {}
@@ -438,10 +488,13 @@ class _Planner:
 class AnchorCheck:
     """That files entered by GTID carry the stream's own transactions: the stream's last
     transaction must be among the skipped ones with the same commit timestamp and originating
-    server, unless the first file's start set already holds it (the log goes on right after it)."""
+    server, unless the first file's start set already holds it (the log goes on right after it).
+    When the checkpoint's own file name holds other bytes now (``required``), the transaction
+    must be found: a log started again (``RESET MASTER``) can reach the same start set by chance."""
 
-    def __init__(self, last: dict | None, source: str) -> None:
+    def __init__(self, last: dict | None, source: str, required: bool = False) -> None:
         self.last, self.source = last if last and last.get("gtid") else None, source
+        self.required = required
         self.found = self.before_first = False
         self._first = True
 
@@ -463,7 +516,7 @@ class AnchorCheck:
             )
 
     def finish(self) -> None:
-        if self.last and not self.found and not self.before_first:
+        if self.last and not self.found and (self.required or not self.before_first):
             raise GtidsReused(
                 f"{self.source}: its files hold GTIDs the stream has read, but not the stream's last transaction "
                 f"{self.last['gtid']}: either the server's GTIDs started again (RESET MASTER?) or this server never "

@@ -74,6 +74,15 @@ def test_corpus_is_deterministic_for_a_seed(tmp_path):
     assert first.read_bytes() != other.read_bytes()
 
 
+def test_a_corpus_file_can_go_on_from_another_ones_last_transaction(tmp_path):
+    from binlog_codec.transactions import scan_transactions
+
+    write_corpus(tmp_path / "c.000001", transactions=3, seed=1)
+    write_corpus(tmp_path / "c.000002", transactions=2, seed=2, first_transaction=3)
+    gtids = [t.gtid.rsplit(":", 1)[1] for name in ("c.000001", "c.000002") for t in scan_transactions(tmp_path / name)]
+    assert gtids == ["1", "2", "3", "4", "5"]
+
+
 def test_corpus_keeps_live_rows_bounded(tmp_path):
     summary = write_corpus(tmp_path / "corpus.000001", transactions=400, seed=2, max_rows=10)
     assert all(len(rows) <= 10 for rows in summary.final_rows.values())

@@ -15,7 +15,11 @@ imported. The module tells one story against one bucket and one warehouse:
    do and changes nothing;
 5. a rebuild run (what a backfill run does) for the day the binlogs were
    written rebuilds that day's ``changes/`` partitions: the same rows, no
-   duplicates, ``current/`` and the checkpoint untouched.
+   duplicates, ``current/`` and the checkpoint untouched;
+6. the same binlogs copied under another prefix: the run is refused at once
+   (no retries), naming the stream that read them and the ``stream`` param
+   that would go on, and publishes nothing; run with that param, it finds
+   nothing new.
 """
 
 from __future__ import annotations
@@ -255,6 +259,10 @@ def story(airflow_env, s3_server, tmp_path_factory) -> dict:
     run("new and grown", kill_commit_once=True)
     run("backfill", logical_date=BACKFILL_DATE, conf={**conf, "rebuild": True})
     run("rebuild", logical_date=SAMPLES_DAY, conf={**conf, "rebuild": True})
+    for sample in SAMPLES:
+        client.upload_file(str(sample), bucket, f"copy/{sample.name}")
+    run("copy", conf={**conf, "source_uri": f"s3://{bucket}/copy"})
+    run("copy as the stream", conf={**conf, "source_uri": f"s3://{bucket}/copy", "stream": conf["source_uri"]})
     return {
         "steps": steps,
         "before_cut": logged_changes(first, cut),
@@ -315,7 +323,11 @@ def test_new_binlogs_and_a_grown_file_add_exactly_the_new_transactions(story):
         assert len(keys) == len(set(keys)) == count
     for table, keys in expected_current(story["all"]).items():
         assert current_ids(warehouse, table) == keys
-    assert step["report"]["checkpoint"] == {"file": SAMPLES[1].name, "position": SAMPLES[1].stat().st_size}
+    assert step["report"]["checkpoint"] == {"file": SAMPLES[1].name, "position": SAMPLES[1].stat().st_size,
+                                            "gtids": "0-1-9", "continuity": "gtid"}
+    (record,) = [r for r in run_records(warehouse) if r["run_id"] == step["report"]["run_id"]]
+    assert (record["stream"], record["gtid_set"], record["continuity"]) == (
+        step["report"]["source"], "0-1-9", "gtid")
 
 
 def test_a_commit_killed_half_way_is_retried_and_publishes_once(story):
@@ -356,6 +368,19 @@ def test_a_backfill_run_for_an_interval_without_transactions_changes_nothing(sto
     assert_succeeded(step, {"discover", "report"})
     assert step["report"]["run_id"] == ""
     assert step["files"] == story["steps"]["new and grown"]["files"]
+
+
+def test_the_same_binlogs_under_another_prefix_are_refused_until_named_as_the_stream(story):
+    refused, before = story["steps"]["copy"], story["steps"]["rebuild"]
+    assert refused["state"] == "failed"
+    assert refused["tasks"]["decode_and_materialize"] == {"state": "failed", "tries": 1}  # no retries
+    log = Path(refused["log"]).read_text(encoding="utf-8")
+    assert "refused, nothing published" in log and "was read by the stream 's3://binlog-ingest/binlogs'" in log
+    assert "run with --stream 's3://binlog-ingest/binlogs' (DAG param stream)" in log
+    assert refused["files"] == before["files"]
+    named = story["steps"]["copy as the stream"]
+    assert_succeeded(named, {"discover", "report"})
+    assert named["report"]["run_id"] == "" and named["files"] == before["files"]
 
 
 if __name__ == "__main__":

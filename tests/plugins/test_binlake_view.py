@@ -1,8 +1,10 @@
 """plugins.binlake_view: the page and the Data Docs files, through FastAPI's TestClient.
 
 The warehouse is built by hand (checkpoint, run records, a Data Docs page) so
-that every state the page shows is present at once: a source behind and one
-that cannot be listed; runs that passed, failed and were not validated.
+that every state the page shows is present at once: a named stream with GTIDs
+behind its source and a stream of an older checkpoint whose source cannot be
+listed; runs that passed (with a gap the user accepted), failed and were not
+validated. A refusal waiting for a decision is added by the tests about it.
 
 Every request goes through Airflow's own access checks, as in the API server:
 the module gives this process a fresh, migrated Airflow metadata database
@@ -36,6 +38,8 @@ from fastapi.testclient import TestClient
 
 from plugins.binlake_view import BinlakeViewPlugin, create_app
 from plugins.object_store import open_store
+from spark_jobs import refusals
+from spark_jobs.positions import MissingFiles
 from spark_jobs.publish import CHECKPOINT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -47,10 +51,11 @@ READER = SimpleAuthManagerUser(username="reader", role="viewer")
 
 
 class Tables(HTMLParser):
-    """The text of every cell of every ``<table id=...>``, and every link, of a page."""
+    """The text of every cell of every ``<table id=...>``, and every link, of a page (``html``)."""
 
     def __init__(self, html: str) -> None:
         super().__init__()
+        self.html = html
         self.tables: dict[str, list[list[str]]] = {}
         self.links: dict[str, str] = {}
         self._table = self._href = None
@@ -122,7 +127,8 @@ def browser(app: FastAPI, token: str | None, **options) -> TestClient:
 
 @pytest.fixture
 def warehouse(tmp_path) -> Path:
-    """Two sources (one a folder two files ahead of its checkpoint, one gone) and three runs."""
+    """Two streams (one named, with GTIDs, its source a folder two files ahead of its checkpoint;
+    one of an older checkpoint, its source gone) and three runs."""
     source = tmp_path / "binlogs"
     source.mkdir()
     for sample in SAMPLES:
@@ -130,11 +136,19 @@ def warehouse(tmp_path) -> Path:
     (source / "mariadb-bin.000003").write_bytes(b"\xfebin" + b"\0" * 996)
     root = tmp_path / "warehouse"
     write_json(root / CHECKPOINT, {
-        source.as_uri(): {"file": "mariadb-bin.000002", "position": 2000},
-        str(tmp_path / "gone"): {"file": "mysql-bin.000007", "position": 4567},
+        "shop-primary": {
+            "file": "mariadb-bin.000002", "position": 2000, "source": source.as_uri(), "flavour": "mariadb",
+            "gtids": "0-1-120", "last": {"gtid": "0-1-120", "timestamp": 1772443800, "server_id": 1},
+            "files": {"mariadb-bin.000002": {"identity": {}, "position": 2000, "stamp": [2272, 1], "rotate_to": None}},
+            "continuity": "gtid",
+        },
+        str(tmp_path / "gone"): {"file": "mysql-bin.000007", "position": 4567},  # written before streams
     })
     write_run(root, "run-passed", FINISHED, {"success": True, "data_docs": DOCS, "tables": [
-        {"database": "shop", "table": "orders", "failures": []}]})
+        {"database": "shop", "table": "orders", "failures": []}]},
+        stream="shop-primary", continuity="gtid", gtid_set="0-1-120", skipped_transactions=2,
+        accepted=["missing files mariadb-bin.000004 <script>alert('accepted')</script>"],
+        notices=["mariadb-bin.000001 holds other bytes; the stream found its place by its GTID set"])
     write_run(root, "run-failed", FINISHED - timedelta(hours=1), {"success": False, "tables": [
         {"database": "shop", "table": "orders", "failures": ["amount out of range", "_binlog_pos not unique"]}]})
     write_run(root, "run-unchecked", FINISHED - timedelta(hours=2), None)
@@ -151,16 +165,20 @@ def page(warehouse, token) -> Tables:
     return Tables(reply.text)
 
 
-def test_sources_show_checkpoint_newest_binlog_and_lag(page, warehouse):
-    rows = {row["source"]: row for row in page.rows("sources")}
-    behind = rows[(warehouse.parent / "binlogs").as_uri()]
-    assert (behind["checkpoint file"], behind["position"]) == ("mariadb-bin.000002", "2,000")
+def test_streams_show_source_position_gtid_set_newest_binlog_and_lag(page, warehouse):
+    rows = {row["stream"]: row for row in page.rows("streams")}
+    assert list(rows) == [str(warehouse.parent / "gone"), "shop-primary"]  # by name
+    behind = rows["shop-primary"]
+    assert behind["source"] == (warehouse.parent / "binlogs").as_uri()
+    assert (behind["position"], behind["GTID set"]) == ("mariadb-bin.000002 at 2,000", "0-1-120")
     assert behind["newest binlog"] == "mariadb-bin.000003 (1,000 B)"
     assert SAMPLES[1].stat().st_size - 2000 + 1000 == 1272  # the rest of .000002, all of .000003
     assert behind["lag"] == "2 files, 1.2 KiB behind"
-    gone = rows[str(warehouse.parent / "gone")]
-    assert (gone["checkpoint file"], gone["position"]) == ("mysql-bin.000007", "4,567")
+    gone = rows[str(warehouse.parent / "gone")]  # an entry of an older checkpoint: named after its source
+    assert gone["source"] == str(warehouse.parent / "gone")
+    assert (gone["position"], gone["GTID set"]) == ("mysql-bin.000007 at 4,567", "no GTIDs: file and position")
     assert gone["newest binlog"] == "unknown" and gone["lag"].startswith("unknown: cannot list the source")
+    assert "refusals" not in page.tables and "Refused runs" not in page.html
 
 
 def test_runs_show_counts_per_table_and_quality_newest_first(page):
@@ -173,6 +191,53 @@ def test_runs_show_counts_per_table_and_quality_newest_first(page):
     assert passed["quality"] == "✓ passed" and passed["Data Docs"] == "Data Docs"
     assert failed["quality"] == "✗ 2 failing" and failed["Data Docs"] == ""
     assert unchecked["quality"] == "not validated"
+
+
+def test_runs_show_their_stream_and_what_the_user_accepted(page):
+    passed, failed, unchecked = page.rows("runs")
+    assert passed["stream"] == "shop-primary"
+    assert passed["accepted / notices"] == (
+        "accepted: missing files mariadb-bin.000004 <script>alert('accepted')</script>"
+        "notice: mariadb-bin.000001 holds other bytes; the stream found its place by its GTID set"
+        "skipped 2 transactions already read")
+    assert "<script>alert('accepted')" not in page.html
+    # records written before streams: their stream is their source, they accepted nothing
+    assert (failed["stream"], failed["accepted / notices"]) == ("file:///binlogs", "")
+    assert (unchecked["stream"], unchecked["accepted / notices"]) == ("file:///binlogs", "")
+
+
+GAP = MissingFiles(
+    "file:///binlogs lacks mariadb-bin.000004<script>alert('problem')</script> between mariadb-bin.000003 and "
+    "mariadb-bin.000005: reading on would lose their transactions",
+    "Bring the missing files into the source (a compressed copy, .gz or .zst, is read as the file), or go on "
+    "over the gap with --accept-gap (DAG param accept_gap) & the run record keeps it",
+    ["mariadb-bin.000004<script>alert('problem')</script>"],
+)
+
+
+def test_a_refused_run_is_shown_with_its_problem_and_way_forward_until_cleared(warehouse, token):
+    stream = "shop-primary <script>alert('stream')</script>"
+    refusals.record(warehouse, stream, "file:///binlogs", GAP)
+    (at,) = [refusal["at"] for refusal in refusals.waiting(warehouse)]
+    client = browser(create_app(warehouse, open_store), token)
+    page = Tables(client.get("/").text)
+    assert page.rows("refusals") == [{
+        "stream": "shop-primary <script>alert('stream')</script>",
+        "source": "file:///binlogs",
+        "refused at": datetime.fromisoformat(at).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "problem": "file:///binlogs lacks mariadb-bin.000004<script>alert('problem')</script> between "
+                   "mariadb-bin.000003 and mariadb-bin.000005: reading on would lose their transactions",
+        "way forward": "Bring the missing files into the source (a compressed copy, .gz or .zst, is read as the "
+                       "file), or go on over the gap with --accept-gap (DAG param accept_gap) & the run record "
+                       "keeps it",
+    }]
+    assert "<h2>Refused runs waiting for a decision</h2>" in page.html
+    assert page.html.index("Refused runs waiting for a decision") < page.html.index("<h2>Streams</h2>")  # on top
+    assert "<script>" not in page.html  # every text escaped, the style and the rows alike
+    assert "&lt;script&gt;alert(&#x27;stream&#x27;)&lt;/script&gt;" in page.html and "&amp; the run record" in page.html
+    refusals.clear(warehouse, stream)
+    cleared = Tables(client.get("/").text)
+    assert "refusals" not in cleared.tables and "Refused runs" not in cleared.html
 
 
 def test_the_data_docs_link_opens_the_report(page, warehouse, token):
@@ -335,14 +400,16 @@ def write_json(path: Path, content: dict) -> None:
     path.write_text(json.dumps(content))
 
 
-def write_run(warehouse: Path, run_id: str, finished: datetime, quality: dict | None) -> None:
-    """One ``metadata/runs`` record of a run over the two samples (5,262 bytes, 17 row changes)."""
+def write_run(warehouse: Path, run_id: str, finished: datetime, quality: dict | None, **columns) -> None:
+    """One ``metadata/runs`` record of a run over the two samples (5,262 bytes, 17 row changes);
+    ``columns`` adds those of later versions (``stream``, ``accepted``...), else it is as older runs wrote."""
     record = {
         "run_id": run_id, "source": "file:///binlogs", "started": finished - timedelta(seconds=12.5),
         "finished": finished, "seconds": 12.5,
         "inputs": json.dumps([{"file": "mariadb-bin.000001", "start": 0}, {"file": "mariadb-bin.000002", "start": 0}]),
         "bytes": 5262, "rows": 17, "rows_per_table": json.dumps({"shop.customers": 6, "shop.orders": 11}),
         "checkpoint": "{}", "quality": None if quality is None else json.dumps({"run_id": run_id, **quality}),
+        **columns,
     }
     folder = warehouse / "metadata" / "runs"
     folder.mkdir(parents=True, exist_ok=True)

@@ -87,7 +87,7 @@ def served(tmp_path_factory):
         details = dict(line.split("=", 1) for line in started.stdout.splitlines() if "=" in line)
         out, err = ingest.communicate(timeout=900)
         assert ingest.returncode == 0, err[-4000:]
-        run_id = re.search(r"^run (\w+):", out, re.MULTILINE)[1]  # "run <id>: 2 files, ..."
+        run_id = re.search(r"^run (\w+) of stream", out, re.MULTILINE)[1]  # "run <id> of stream ...: 2 files"
         set_variable(home, "binlake_warehouse_uri", warehouse.as_uri())
         yield {"url": details["url"], "home": home, "warehouse": warehouse, "source": source, "run_id": run_id}
     finally:

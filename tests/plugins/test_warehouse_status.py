@@ -1,10 +1,11 @@
-"""plugins.warehouse_status: checkpoints, lag and runs of a warehouse.
+"""plugins.warehouse_status: streams, checkpoints, lag, refusals and runs of a warehouse.
 
 The main tests read a real warehouse: the bundled sample binlogs ingested by
 ``spark_jobs.ingest`` (Spark local mode) in two runs, the source listed as a
 ``file://`` folder through ``plugins.object_store``. Hand-built records cover
-the cases a real run does not produce on demand: quality outcomes, records of
-an older layout, sources that cannot be listed.
+the cases a real run does not produce on demand: quality outcomes, named
+streams, checkpoints and records of an older layout, sources that cannot be
+listed, refusals, runs the user accepted a gap for.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from plugins.object_store import open_store
-from plugins.warehouse_status import NOT_VALIDATED, SourceStatus, lag, last_runs, quality_of, status
+from plugins.warehouse_status import NOT_VALIDATED, StreamStatus, lag, last_runs, quality_of, status
+from spark_jobs import refusals
+from spark_jobs.positions import MissingFiles
 from spark_jobs.publish import CHECKPOINT, read_checkpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -56,9 +59,9 @@ def two_runs(spark, tmp_path_factory):
 
 
 def test_a_new_binlog_in_the_source_is_one_file_of_lag(two_runs):
-    (source,) = two_runs["between"].sources
+    (source,) = two_runs["between"].streams
     newest = SAMPLES[1]
-    assert source.source == str(two_runs["source"].resolve())
+    assert source.stream == source.source == str(two_runs["source"].resolve())  # the default stream: its source
     assert source.checkpoint_file == SAMPLES[0].name
     assert source.newest_object == newest.name and source.newest_size == newest.stat().st_size
     assert source.lag_files == 1
@@ -68,11 +71,18 @@ def test_a_new_binlog_in_the_source_is_one_file_of_lag(two_runs):
 
 
 def test_after_the_next_run_the_source_is_up_to_date_at_the_checkpoint(two_runs):
-    (source,) = two_runs["after"].sources
-    committed = read_checkpoint(two_runs["warehouse"])[source.source]
+    (source,) = two_runs["after"].streams
+    committed = read_checkpoint(two_runs["warehouse"])[source.stream]
     assert (source.checkpoint_file, source.checkpoint_position) == (committed["file"], committed["position"])
     assert source.checkpoint_file == SAMPLES[1].name
     assert source.up_to_date and source.lag_bytes == 0
+
+
+def test_a_stream_of_the_samples_follows_its_log_by_gtid_set(two_runs):
+    (before,), (after,) = two_runs["between"].streams, two_runs["after"].streams
+    assert (before.gtids, before.continuity, before.uses_gtids) == ("0-1-7", "gtid", True)
+    assert after.gtids == read_checkpoint(two_runs["warehouse"])[after.stream]["gtids"] != before.gtids
+    assert two_runs["after"].refusals == []
 
 
 def test_runs_are_listed_newest_first_with_their_counts(two_runs):
@@ -83,26 +93,28 @@ def test_runs_are_listed_newest_first_with_their_counts(two_runs):
     for run, result in zip(runs, [second, first]):
         assert run.rows_per_table == result.rows and run.rows == sum(result.rows.values()) > 0
         assert run.inputs == len(result.inputs) and run.bytes == result.bytes > 0
-        assert run.source == str(two_runs["source"].resolve())
+        assert run.source == run.stream == str(two_runs["source"].resolve())
         assert run.quality == NOT_VALIDATED  # ingested with validation off
+        assert (run.accepted, run.notices, run.skipped_transactions) == ([], [], 0)
+        assert run.continuity == "gtid" and run.gtid_set is not None
 
 
 def test_a_source_that_cannot_be_listed_has_an_unknown_lag_and_says_why(tmp_path):
     missing = tmp_path / "gone"
     write_checkpoint(tmp_path, {str(missing): {"file": "mariadb-bin.000003", "position": 120}})
-    (source,) = status(tmp_path, open_store).sources
+    (source,) = status(tmp_path, open_store).streams
     assert (source.checkpoint_file, source.checkpoint_position) == ("mariadb-bin.000003", 120)
     assert source.lag_files is None and source.lag_bytes is None and source.newest_object is None
     assert source.unknown_reason.startswith("cannot list the source")
 
 
 def test_lag_counts_the_unread_rest_of_the_checkpoint_file_and_every_later_file():
-    committed = SourceStatus("s3://logs/db1", "mariadb-bin.000009", 1000)
+    committed = StreamStatus("db1", "s3://logs/db1", "mariadb-bin.000009", 1000)
     listed = [("mariadb-bin.000009", 1500), ("mariadb-bin.000010", 700), ("mariadb-bin.000011", 300)]
     behind = lag(committed, listed)
     assert (behind.lag_files, behind.lag_bytes) == (3, 500 + 700 + 300)
     assert (behind.newest_object, behind.newest_size) == ("mariadb-bin.000011", 300)
-    caught_up = lag(SourceStatus("s3://logs/db1", "mariadb-bin.000011", 300), listed)
+    caught_up = lag(StreamStatus("db1", "s3://logs/db1", "mariadb-bin.000011", 300), listed)
     assert (caught_up.lag_files, caught_up.lag_bytes) == (0, 0)
 
 
@@ -110,12 +122,12 @@ def test_log_order_is_numeric_and_the_index_file_is_not_a_binlog(tmp_path):
     for name, size in [("mariadb-bin.999999", 10), ("mariadb-bin.1000000", 20), ("mariadb-bin.index", 5)]:
         (tmp_path / name).write_bytes(b"x" * size)
     write_checkpoint(tmp_path / "wh", {tmp_path.as_uri(): {"file": "mariadb-bin.999999", "position": 10}})
-    (source,) = status(tmp_path / "wh", open_store).sources
+    (source,) = status(tmp_path / "wh", open_store).streams
     assert (source.newest_object, source.lag_files, source.lag_bytes) == ("mariadb-bin.1000000", 1, 20)
 
 
 def test_a_checkpoint_file_gone_from_the_source_leaves_the_lag_unknown():
-    gone = lag(SourceStatus("file:///logs", "mariadb-bin.000001", 4), [("mariadb-bin.000005", 99)])
+    gone = lag(StreamStatus("file:///logs", "file:///logs", "mariadb-bin.000001", 4), [("mariadb-bin.000005", 99)])
     assert gone.lag_files is None and gone.newest_object == "mariadb-bin.000005"
     assert "mariadb-bin.000001 is no longer in the source" in gone.unknown_reason
 
@@ -141,11 +153,105 @@ def test_runs_of_an_older_layout_and_the_run_limit(tmp_path):
     runs = last_runs(tmp_path, count=3)
     assert [run.run_id for run in runs] == ["run4", "run3", "run2"]
     assert runs[0].source is None and runs[0].quality == NOT_VALIDATED and runs[0].inputs == 1
+    assert (runs[0].stream, runs[0].accepted, runs[0].notices, runs[0].skipped_transactions) == (None, [], [], 0)
 
 
-def test_an_empty_warehouse_has_no_sources_and_no_runs(tmp_path):
+def test_an_empty_warehouse_has_no_streams_no_refusals_and_no_runs(tmp_path):
     report = status(tmp_path)
-    assert report.sources == [] and report.runs == [] and report.warehouse == tmp_path
+    assert report.streams == [] and report.runs == [] and report.refusals == [] and report.warehouse == tmp_path
+
+
+# ---------------------------------------------------------------- streams
+
+
+def binlogs(folder: Path, sizes: dict[str, int]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, size in sizes.items():
+        (folder / name).write_bytes(b"x" * size)
+    return folder
+
+
+def test_a_named_stream_shows_its_gtid_set_and_lags_behind_the_source_it_reads(tmp_path):
+    source = binlogs(tmp_path / "primary", {"mariadb-bin.000004": 900, "mariadb-bin.000005": 250})
+    write_checkpoint(tmp_path / "wh", {"shop-primary": {
+        "file": "mariadb-bin.000004", "position": 600, "source": source.as_uri(), "flavour": "mariadb",
+        "gtids": "0-1-120", "last": {"gtid": "0-1-120", "timestamp": 1767225600, "server_id": 1},
+        "files": {"mariadb-bin.000004": {"identity": {}, "position": 600, "stamp": [900, 1], "rotate_to": None}},
+        "continuity": "gtid",
+    }})
+    (stream,) = status(tmp_path / "wh", open_store).streams
+    assert (stream.stream, stream.source) == ("shop-primary", source.as_uri())
+    assert (stream.checkpoint_file, stream.checkpoint_position) == ("mariadb-bin.000004", 600)
+    assert (stream.gtids, stream.continuity, stream.uses_gtids) == ("0-1-120", "gtid", True)
+    # listed from the entry's source, not from the stream's name (which is no folder)
+    assert (stream.newest_object, stream.lag_files, stream.lag_bytes, stream.unknown_reason) == (
+        "mariadb-bin.000005", 2, 300 + 250, None)
+
+
+def test_a_stream_without_gtids_keeps_file_and_position(tmp_path):
+    source = binlogs(tmp_path / "legacy", {"mysql-bin.000002": 500})
+    write_checkpoint(tmp_path / "wh", {"legacy": {
+        "file": "mysql-bin.000002", "position": 500, "source": str(source), "flavour": "mysql", "gtids": None,
+        "last": None, "files": {}, "continuity": "file-position"}})
+    (stream,) = status(tmp_path / "wh", open_store).streams
+    assert (stream.stream, stream.source, stream.gtids, stream.continuity) == ("legacy", str(source), None, "file-position")
+    assert not stream.uses_gtids and stream.up_to_date
+
+
+def test_a_checkpoint_entry_of_an_older_version_is_a_stream_named_after_its_source(tmp_path):
+    source = binlogs(tmp_path / "old", {"mariadb-bin.000001": 400, "mariadb-bin.000002": 100})
+    write_checkpoint(tmp_path / "wh", {source.as_uri(): {"file": "mariadb-bin.000001", "position": 300}})
+    (stream,) = status(tmp_path / "wh", open_store).streams
+    assert stream == StreamStatus(
+        source.as_uri(), source.as_uri(), "mariadb-bin.000001", 300, gtids=None, continuity="file-position",
+        newest_object="mariadb-bin.000002", newest_size=100, lag_files=2, lag_bytes=100 + 100)
+
+
+def test_streams_are_listed_by_name(tmp_path):
+    write_checkpoint(tmp_path, {name: {"file": "mariadb-bin.000001", "position": 4, "source": str(tmp_path / name)}
+                                for name in ("zeta", "alpha", "mid")})
+    assert [stream.stream for stream in status(tmp_path, open_store).streams] == ["alpha", "mid", "zeta"]
+
+
+# ---------------------------------------------------------------- refusals and decisions
+
+
+GAP = MissingFiles(
+    "s3://logs/db1 lacks mariadb-bin.000004 <script>alert(1)</script> between mariadb-bin.000003 and "
+    "mariadb-bin.000005: reading on would lose their transactions",
+    "Bring the missing files into the source, or go on over the gap with --accept-gap",
+    ["mariadb-bin.000004 <script>alert(1)</script>"],
+)
+
+
+def test_a_refused_run_waits_for_a_decision_until_it_is_cleared(tmp_path):
+    write_checkpoint(tmp_path, {"db1": {"file": "mariadb-bin.000003", "position": 4, "source": "s3://logs/db1"}})
+    refusals.record(tmp_path, "db1", "s3://logs/db1", GAP)
+    (refusal,) = status(tmp_path, lambda uri: None).refusals
+    assert {key: refusal[key] for key in ("stream", "source", "kind", "problem", "way_forward")} == {
+        "stream": "db1", "source": "s3://logs/db1", "kind": "MissingFiles",
+        "problem": "s3://logs/db1 lacks mariadb-bin.000004 <script>alert(1)</script> between mariadb-bin.000003 "
+                   "and mariadb-bin.000005: reading on would lose their transactions",
+        "way_forward": "Bring the missing files into the source, or go on over the gap with --accept-gap",
+    }
+    assert datetime.fromisoformat(refusal["at"]) > datetime.now(timezone.utc) - timedelta(minutes=5)
+    refusals.clear(tmp_path, "db1")
+    assert status(tmp_path, lambda uri: None).refusals == []
+
+
+def test_a_run_shows_what_the_user_accepted_and_what_it_noticed(tmp_path):
+    write_run(tmp_path, {
+        "run_id": "gap-run", "source": "s3://logs/db1", "finished": datetime(2026, 3, 2, tzinfo=timezone.utc),
+        "inputs": "[]", "rows_per_table": "{}", "stream": "db1", "continuity": "file-position", "gtid_set": None,
+        "accepted": ["missing files mariadb-bin.000004"],
+        "notices": ["mariadb-bin.000002 holds other bytes; the stream found its place by its GTID set"],
+        "skipped_transactions": 3,
+    })
+    (run,) = last_runs(tmp_path)
+    assert (run.stream, run.continuity, run.gtid_set) == ("db1", "file-position", None)
+    assert run.accepted == ["missing files mariadb-bin.000004"]
+    assert run.notices == ["mariadb-bin.000002 holds other bytes; the stream found its place by its GTID set"]
+    assert run.skipped_transactions == 3
 
 
 def write_checkpoint(warehouse: Path, checkpoint: dict) -> None:

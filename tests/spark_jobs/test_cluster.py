@@ -35,13 +35,17 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("source")
+def sources(tmp_path_factory) -> list[Path]:
+    """The samples, and each fixture (another server's log) in a source of its own."""
+    samples = tmp_path_factory.mktemp("samples")
     for sample in sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*")):
-        shutil.copyfile(sample, folder / sample.name)
-    for n, name in enumerate(FIXTURES, 1):  # names of their own, in log order after the samples
-        shutil.copyfile(path(name), folder / f"zz-fixture-bin.{n:06d}")
-    return folder
+        shutil.copyfile(sample, samples / sample.name)
+    folders = [samples]
+    for name in FIXTURES:
+        folder = tmp_path_factory.mktemp("fixture")
+        shutil.copyfile(path(name), folder / "fixture-bin.000001")
+        folders.append(folder)
+    return folders
 
 
 def contents(warehouse: Path) -> dict[str, list]:
@@ -56,16 +60,18 @@ def contents(warehouse: Path) -> dict[str, list]:
     return tables
 
 
-def test_a_standalone_cluster_gives_what_local_mode_gives(spark, cluster, source, tmp_path):
+def test_a_standalone_cluster_gives_what_local_mode_gives(spark, cluster, sources, tmp_path):
     local, remote = tmp_path / "local", tmp_path / "cluster"
-    ingest(str(source), str(local), spark=spark, target_bytes=10 << 10, validation=False)
-    run = subprocess.run(
-        [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source), "--warehouse", str(remote),
-         "--master", cluster["master"], "--split-mb", "0.01", "--no-validation"],
-        capture_output=True, text=True, cwd=REPO_ROOT, env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"), timeout=900,
-    )
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "row changes" in run.stdout
+    for source in sources:
+        ingest(str(source), str(local), spark=spark, target_bytes=10 << 10, validation=False)
+        run = subprocess.run(
+            [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source), "--warehouse", str(remote),
+             "--master", cluster["master"], "--split-mb", "0.01", "--no-validation"],
+            capture_output=True, text=True, cwd=REPO_ROOT, env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"),
+            timeout=900,
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+        assert "row changes" in run.stdout
     ours, theirs = contents(remote), contents(local)
     assert ours.keys() == theirs.keys() and len(ours) >= 4
     assert sum(len(rows) for rows in ours.values()) > 100

@@ -83,7 +83,8 @@ def test_many_runs_keep_memory_and_open_files_flat(spark, tmp_path):
     while run < RUNS or ingested_mb < LOAD_MB:
         run += 1
         binlog = source / f"mysql-bin.{run:06d}"
-        summary = write_corpus(binlog, transactions=TRANSACTIONS, seed=run, image="minimal")
+        summary = write_corpus(binlog, transactions=TRANSACTIONS, seed=run, image="minimal",
+                               first_transaction=(run - 1) * TRANSACTIONS)  # one log, going on
         logged += sum(summary.counts[kind] for kind in ("insert", "update", "delete"))
 
         result = pipeline.ingest(str(source), str(warehouse), spark=spark, validation=False)
@@ -93,6 +94,7 @@ def test_many_runs_keep_memory_and_open_files_flat(spark, tmp_path):
         samples.append(sample(spark))
         assert [each.name for each in result.inputs] == [binlog.name]
         assert result.checkpoint[str(source.resolve())]["position"] == binlog.stat().st_size
+        assert result.checkpoint[str(source.resolve())]["gtids"].endswith(f":1-{run * TRANSACTIONS}")
         if LOAD_MB:
             print(f"run {run}: {ingested_mb:,.0f} MB, {sum(result.rows.values()) / result.seconds:,.0f} rows/s, "
                   f"{samples[-1]}", flush=True)

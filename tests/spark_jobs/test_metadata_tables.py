@@ -1,7 +1,9 @@
 """The warehouse reads the same in pyarrow, DuckDB and Spark, and its metadata agrees with ``binlog-codec``.
 
-One ingest run over a source folder of fixture binlogs, copied in as one
-server's log sequence (``mysql-bin.000001`` ...), into a fresh warehouse. Then:
+One ingest run per fixture binlog into a fresh warehouse: each is another
+server's log, so each is copied into a source folder of its own (as
+``mysql-bin.000001``, ``mysql-bin.000002``, ..., names that stay apart in the
+warehouse) and ingested as a stream of its own. Then:
 
 * every metadata table (``table_schemas``, ``transactions``, ``runs``) and
   every table's ``changes`` and ``current`` give the same column names, row
@@ -18,8 +20,8 @@ server's log sequence (``mysql-bin.000001`` ...), into a fresh warehouse. Then:
 * ``metadata/transactions`` holds exactly the complete transactions of
   ``binlog-codec transactions --json``, with the rows per table that
   ``binlog-codec rows`` counts inside them, summing to the ``changes`` rows;
-* ``metadata/runs`` holds one row: the inputs, the bytes and rows, the
-  checkpoint, which stops where the last file's unfinished transaction starts.
+* ``metadata/runs`` holds one row per run: the inputs, the bytes and rows,
+  the checkpoint, which stops where an unfinished transaction starts.
 
 The files are small ones with few tables (materializing costs seconds per
 table) chosen for what their table maps hold; see :data:`SOURCES`.
@@ -39,6 +41,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import types as T
 
@@ -209,20 +212,27 @@ def read_spark(spark, folder: Path) -> tuple[list[str], list[dict]]:
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("source")
+def sources(tmp_path_factory) -> list[Path]:
+    """Per fixture, a source folder holding it alone."""
+    folders = []
     for index, (name, _) in enumerate(SOURCES):
+        folder = tmp_path_factory.mktemp(f"source-{index}")
         shutil.copyfile(path(name), folder / file_name(index))
-    return folder
+        folders.append(folder)
+    return folders
+
+
+def binlog(sources: list[Path], index: int) -> Path:
+    return sources[index] / file_name(index)
 
 
 @pytest.fixture(scope="module")
-def run(spark, source, tmp_path_factory):
-    """The warehouse root and the :class:`~spark_jobs.ingest.IngestResult` of one run."""
+def run(spark, sources, tmp_path_factory):
+    """The warehouse root and the :class:`~spark_jobs.ingest.IngestResult` of each run, in order."""
     root = tmp_path_factory.mktemp("warehouse")
-    result = ingest(str(source), str(root), spark=spark, validation=False)
-    assert result.run_id
-    return root, result
+    results = [ingest(str(source), str(root), spark=spark, validation=False) for source in sources]
+    assert all(result.run_id for result in results)
+    return root, results
 
 
 @pytest.fixture(scope="module")
@@ -231,11 +241,11 @@ def warehouse(run) -> Path:
 
 
 @pytest.fixture(scope="module")
-def codec(source) -> dict[str, dict[str, list[dict]]]:
+def codec(sources) -> dict[str, dict[str, list[dict]]]:
     """Per copied file, what ``binlog-codec metadata|transactions|rows --json`` and ``events --json`` print."""
     found = {}
     for index in range(len(SOURCES)):
-        file = source / file_name(index)
+        file = binlog(sources, index)
         found[file.name] = {
             "metadata": codec_lines("metadata", "--json", file),
             "transactions": codec_lines("transactions", "--json", file),
@@ -364,13 +374,18 @@ def test_table_schemas_positions_and_rows_are_those_of_binlog_codec_rows(warehou
 
 
 def test_table_schemas_arrow_types_are_the_changes_column_types(warehouse):
+    """Each table version's types are those of the ``changes`` files holding its rows (files of
+    different runs keep their own version's columns)."""
     for row in metadata_rows(warehouse, "table_schemas"):
         folder = warehouse / "changes" / row["database"] / row["table"]
-        schema = ds.dataset(folder, format="parquet", partitioning="hive").schema
-        for column in row["columns"]:
-            # Parquet names a list's values "element" where Arrow names them "item": same type.
-            read = str(schema.field(column["name"]).type).replace("list<element: ", "list<item: ")
-            assert read == column["arrow_type"], f"{row['database']}.{row['table']}.{column['name']}"
+        holding = [file for file in sorted(folder.rglob("*.parquet"))
+                   if row["schema_id"] in pq.read_table(file, columns=["_schema_id"])["_schema_id"].to_pylist()]
+        assert holding, row["schema_id"]
+        for schema in (pq.read_schema(file) for file in holding):
+            for column in row["columns"]:
+                # Parquet names a list's values "element" where Arrow names them "item": same type.
+                read = str(schema.field(column["name"]).type).replace("list<element: ", "list<item: ")
+                assert read == column["arrow_type"], f"{row['database']}.{row['table']}.{column['name']}"
 
 
 # -- transactions -------------------------------------------------------------------------
@@ -417,31 +432,32 @@ def test_transaction_rows_per_table_are_those_of_binlog_codec_rows_and_changes(w
 # -- runs --------------------------------------------------------------------------------
 
 
-def test_runs_hold_one_row_with_the_inputs_and_the_checkpoint(run, source, codec):
-    warehouse, result = run
-    (record,) = metadata_rows(warehouse, "runs")
-    names = [file_name(index) for index in range(len(SOURCES))]
-    assert record["run_id"] == result.run_id
-    # each file read from its start up to its end, the last one up to its unfinished transaction
-    (unfinished,) = [t for t in codec[names[-1]]["transactions"] if not t["complete"]]
-    ends = [(source / name).stat().st_size for name in names[:-1]] + [unfinished["start"]]
-    assert json.loads(record["inputs"]) == [{"file": n, "start": 0, "end": e} for n, e in zip(names, ends)]
-    # bytes read: each file from its first transaction to the end of its last complete one
-    spans = [
-        (min(t["start"] for t in done), max(t["end"] for t in done))
-        for done in ([t for t in codec[name]["transactions"] if t["complete"]] for name in names)
-        if done
-    ]
-    assert record["bytes"] == sum(end - start for start, end in spans) == result.bytes
+def test_runs_hold_a_row_each_with_the_inputs_and_the_checkpoint(run, sources, codec):
+    warehouse, results = run
+    records = {record["run_id"]: record for record in metadata_rows(warehouse, "runs")}
+    assert sorted(records) == sorted(result.run_id for result in results)
     per_table = changes_rows(warehouse)
-    assert json.loads(record["rows_per_table"]) == {f"{db}.{table}": rows for (db, table), rows in per_table.items()}
-    assert record["rows"] == sum(per_table.values())
-    checkpoint = json.loads(record["checkpoint"])
-    assert checkpoint == publish.read_checkpoint(warehouse) == result.checkpoint
-    # the last file stops inside a transaction: the next run goes on where it starts
-    assert checkpoint == {str(source.resolve()): {"file": names[-1], "position": unfinished["start"]}}
-    assert record["started"] <= record["finished"] and record["seconds"] > 0
-    assert record["source"] == str(source.resolve()) and record["quality"] is None  # run without validation
+    assert sum(record["rows"] for record in records.values()) == sum(per_table.values())
+    checkpoint = publish.read_checkpoint(warehouse)
+    for index, result in enumerate(results):
+        record, name, stream = records[result.run_id], file_name(index), str(sources[index].resolve())
+        transactions = codec[name]["transactions"]
+        # the file read from its start up to its end, or up to its unfinished transaction
+        unfinished = [t["start"] for t in transactions if not t["complete"]]
+        end = unfinished[0] if unfinished else binlog(sources, index).stat().st_size
+        assert json.loads(record["inputs"]) == [{"file": name, "start": 0, "end": end}]
+        # bytes read: from its first transaction to the end of its last complete one
+        done = [t for t in transactions if t["complete"]]
+        assert record["bytes"] == result.bytes == (max(t["end"] for t in done) - min(t["start"] for t in done) if done else 0)
+        assert record["rows"] == sum(json.loads(record["rows_per_table"]).values()) == sum(result.rows.values())
+        # the stream's checkpoint: where the next run goes on, and the file's identity
+        assert (checkpoint[stream]["file"], checkpoint[stream]["position"]) == (name, end)
+        assert json.loads(record["checkpoint"])[stream] == checkpoint[stream]
+        assert checkpoint[stream]["files"][name]["identity"]["head"]
+        assert record["started"] <= record["finished"] and record["seconds"] > 0
+        assert record["source"] == record["stream"] == stream and record["quality"] is None  # without validation
+    assert [p["position"] for p in checkpoint.values()] and len(checkpoint) == len(SOURCES)
+    assert any(t["complete"] is False for t in codec[file_name(len(SOURCES) - 1)]["transactions"])
 
 
 def test_the_warehouse_holds_only_published_files(warehouse):

@@ -262,12 +262,12 @@ def test_a_wrong_copy_fails_the_expectation_that_guards_it(spark, warehouse, tmp
 
 
 def test_a_run_of_the_fixture_binlogs_passes(spark, fixtures_dir, tmp_path):
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in FIXTURES:
-        shutil.copyfile(fixtures_dir / name, source / Path(name).name)
     root = tmp_path / "warehouse"
-    ingest(str(source), str(root), spark=spark, validation=False)
+    for number, name in enumerate(FIXTURES):  # each another server's log: a source and a stream of its own
+        source = tmp_path / f"source-{number}"
+        source.mkdir()
+        shutil.copyfile(fixtures_dir / name, source / Path(name).name)
+        ingest(str(source), str(root), spark=spark, validation=False)
     result = validate(spark, run_folder=root, warehouse=root, run_id="fixtures")
     assert result.success, [t.failures for t in result.tables]
     assert {(t.table, t.rows) for t in result.tables} >= {("t1", 1)}
