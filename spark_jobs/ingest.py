@@ -348,6 +348,12 @@ def prepare(
     return result
 
 
+def inflated_folder(root: Path, stream: str) -> Path:
+    """Where the compressed binlogs of a stream's source are decompressed to be read (kept until
+    a run of the stream is published, so that a retried run does not decompress them again)."""
+    return root / RUNS_FOLDER / INFLATED_FOLDER / hashlib.sha256(stream.encode()).hexdigest()[:16]
+
+
 def plan_run(
     source: str,
     root: Path,
@@ -360,8 +366,7 @@ def plan_run(
 ) -> tuple[StreamPlan, dict[str, Future]]:
     """The stream's plan over the source folder (:func:`spark_jobs.streams.plan_stream`), and the
     transaction scans it made (to be reused by the decoder)."""
-    inflated = root / RUNS_FOLDER / INFLATED_FOLDER / hashlib.sha256(stream.encode()).hexdigest()[:16]
-    listing = list_source(source, inflated)
+    listing = list_source(source, inflated_folder(root, stream))
     scans = dict(scanned or {})
 
     def scan(path: str) -> tuple[int, list]:
@@ -372,6 +377,7 @@ def plan_run(
     others = {name: StreamState.from_json(entry) for name, entry in checkpoint.items() if name != stream}
     plan = plan_stream(stream, source_key, listing.files, StreamState.from_json(checkpoint.get(stream)),
                        scan=scan, others=others, accept=accept)
+    plan.notices += listing.reported
     return plan, scans
 
 
@@ -424,6 +430,8 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
         checkpoint = {**committed, stream: result.checkpoint[stream]}  # other streams as they are now
         publish.write_atomically(out / publish.CHECKPOINT, json.dumps(checkpoint, indent=1, sort_keys=True))
         publish.commit(root, out, run_id)
+        shutil.rmtree(inflated_folder(root, stream), ignore_errors=True)  # read: the next run goes on after them
+        _remove_if_empty(root / RUNS_FOLDER / INFLATED_FOLDER)
     shutil.rmtree(work, ignore_errors=True)
     _remove_if_empty(root / RUNS_FOLDER)
     return result

@@ -50,6 +50,20 @@ def clear(warehouse: Path, stream: str) -> None:
 
 
 def waiting(warehouse: Path) -> list[dict]:
-    """Every refusal waiting for a decision, oldest first."""
-    found = [json.loads(path.read_text(encoding="utf-8")) for path in sorted((Path(warehouse) / FOLDER).glob("*.json"))]
-    return sorted(found, key=lambda refusal: refusal["at"])
+    """Every refusal waiting for a decision, oldest first (a record that cannot be read is listed
+    as such, not skipped)."""
+    return sorted((_read(path) for path in sorted((Path(warehouse) / FOLDER).glob("*.json"))),
+                  key=lambda refusal: refusal["at"])
+
+
+def _read(path: Path) -> dict:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(found, dict) and {"stream", "at", "problem", "way_forward"} <= found.keys():
+            return {"source": None, "kind": None, **found}
+        problem = "a refusal record without its fields"
+    except (OSError, ValueError) as error:
+        problem = f"a refusal record that cannot be read: {error}"
+    log.warning("%s: %s", path, problem)
+    return {"stream": f"(unknown: {path.name})", "source": None, "at": "", "kind": None, "problem": problem,
+            "way_forward": f"Remove {path} once the stream's next run has been checked"}

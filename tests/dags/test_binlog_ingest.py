@@ -374,9 +374,9 @@ def test_the_same_binlogs_under_another_prefix_are_refused_until_named_as_the_st
     refused, before = story["steps"]["copy"], story["steps"]["rebuild"]
     assert refused["state"] == "failed"
     assert refused["tasks"]["decode_and_materialize"] == {"state": "failed", "tries": 1}  # no retries
-    log = Path(refused["log"]).read_text(encoding="utf-8")
-    assert "refused, nothing published" in log and "was read by the stream 's3://binlog-ingest/binlogs'" in log
-    assert "run with --stream 's3://binlog-ingest/binlogs' (DAG param stream)" in log
+    log, stream = Path(refused["log"]).read_text(encoding="utf-8"), story["steps"]["first"]["report"]["source"]
+    assert "refused, nothing published" in log and f"was read by the stream '{stream}'" in log
+    assert f"run with --stream '{stream}' (DAG param stream)" in log
     assert refused["files"] == before["files"]
     named = story["steps"]["copy as the stream"]
     assert_succeeded(named, {"discover", "report"})

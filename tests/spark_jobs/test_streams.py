@@ -237,3 +237,16 @@ def test_a_source_whose_earliest_file_starts_after_the_stream_names_the_hole_unt
     accepted = plan(later, stream, accept=["gap"])
     assert accepted.accepted == ["GTID gap 0-1-6..0-1-7 before b.000002"]
     assert after(accepted).gtids == "0-1-9"
+
+
+def test_refusals_wait_for_a_decision_and_an_unreadable_one_is_listed_not_fatal(tmp_path):
+    from spark_jobs import refusals
+
+    refusals.record(tmp_path, "s", "file:///x", MissingFiles("x lacks b.000002", "Bring it back", ["b.000002"]))
+    (waiting,) = refusals.waiting(tmp_path)
+    assert (waiting["stream"], waiting["kind"], waiting["problem"]) == ("s", "MissingFiles", "x lacks b.000002")
+    (tmp_path / refusals.FOLDER / "broken.json").write_text("{not json")
+    assert [r["problem"][:40] for r in refusals.waiting(tmp_path)] == [
+        "a refusal record that cannot be read: Ex", "x lacks b.000002"]
+    refusals.clear(tmp_path, "s")
+    assert [r["stream"] for r in refusals.waiting(tmp_path)] == ["(unknown: broken.json)"]

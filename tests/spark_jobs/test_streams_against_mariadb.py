@@ -120,6 +120,7 @@ def test_a_compressed_file_in_the_archive_is_read_in_its_place(spark, server, tm
     archive(server, names[4:], source)
     result = ingest(str(source), str(warehouse), spark=spark, validation=False)
     assert [Path(i.path).name for i in result.inputs] == names[3:]
+    assert not (warehouse / RUNS_FOLDER).exists()  # the decompressed copy is gone with the published run
     assert_current_is_the_server(warehouse, server)
 
 
@@ -134,6 +135,8 @@ def test_a_deleted_file_stops_the_run_naming_it_until_the_gap_is_accepted(spark,
     checkpoint = publish.read_checkpoint(warehouse)[str(source.resolve())]
     assert checkpoint["file"] == names[2]
     result = ingest(str(source), str(warehouse), spark=spark, validation=False, accept=["gap"])
+    assert result.notices == [f"{names[3]}.gz: named like a compressed binlog but its bytes start "
+                              "6e 6f 74 20, not 1f 8b; not read"]
     assert "GTID gap" in result.accepted[0] and names[4] in result.accepted[0]
     record = duckdb.sql(f"SELECT accepted, continuity FROM read_parquet('{warehouse}/metadata/runs/*.parquet', "
                         f"union_by_name = true) WHERE run_id = '{result.run_id}'").fetchall()
