@@ -222,14 +222,20 @@ cmd_start() {
     print_conn
 }
 
-cmd_stop() {
+# The pid of the server of DIR ($1) in $pid, paths set; 1 (and "not running") when there is none.
+server_of() {
     [[ $# -ge 1 ]] || usage
-    [[ -d $1 ]] || { echo "not running (no directory $1)"; return 0; }
+    [[ -d $1 ]] || { echo "not running (no directory $1)"; return 1; }
     set_paths "$1"
+    pid=$(running_pid) && return 0
+    echo "not running"
+    return 1
+}
+
+cmd_stop() {
     local pid
-    if ! pid=$(running_pid); then
-        echo "not running"
-        rm -f "$SOCKET"
+    if ! server_of "$@"; then
+        [[ -n ${SOCKET:-} ]] && rm -f "$SOCKET"
         return 0
     fi
     "$(admin_bin)" --no-defaults --protocol=socket --socket="$SOCKET" -uroot \
@@ -254,14 +260,8 @@ cmd_stop() {
 
 cmd_kill() {
     # kill -9 the server of DIR, as a crash would; waits until the process is gone.
-    [[ $# -ge 1 ]] || usage
-    [[ -d $1 ]] || { echo "not running (no directory $1)"; return 0; }
-    set_paths "$1"
     local pid
-    if ! pid=$(running_pid); then
-        echo "not running"
-        return 0
-    fi
+    server_of "$@" || return 0
     kill -KILL "$pid" 2>/dev/null || true
     local waited=0
     while alive "$pid"; do

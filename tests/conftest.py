@@ -29,6 +29,16 @@ from mariadb import MariaDBServer, ServerError, missing_tools  # noqa: E402
 
 
 
+def require_mariadb() -> None:
+    """Skip the test when MariaDB is not installed; under ``CI``, fail it."""
+    missing = missing_tools()
+    if missing:
+        reason = f"MariaDB is not installed (missing: {', '.join(missing)}); run: infra/mariadb.sh install"
+        if in_ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def mariadb(tmp_path_factory):
     """A running private MariaDB server (ROW format, FULL row metadata,
@@ -38,15 +48,7 @@ def mariadb(tmp_path_factory):
     ``sql(text)``, ``rows(text)``, ``flush_logs()``, ``binlog_files()``,
     ``restart()``.
     """
-    missing = missing_tools()
-    if missing:
-        reason = (
-            f"MariaDB is not installed (missing: {', '.join(missing)}); "
-            "run: infra/mariadb.sh install"
-        )
-        if in_ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
+    require_mariadb()
 
     # A short directory name keeps the Unix socket path under its length limit.
     directory = tmp_path_factory.mktemp("mdb")
@@ -74,15 +76,7 @@ def mariadb_pair(tmp_path_factory):
 
     Skipped like ``mariadb`` when MariaDB is missing (a failure under ``CI``).
     """
-    missing = missing_tools()
-    if missing:
-        reason = (
-            f"MariaDB is not installed (missing: {', '.join(missing)}); "
-            "run: infra/mariadb.sh install"
-        )
-        if in_ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
+    require_mariadb()
 
     # Short directory names keep the Unix socket paths under their length limit.
     primary = MariaDBServer(tmp_path_factory.mktemp("mdb1"), server_id=1)
