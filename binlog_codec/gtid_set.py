@@ -286,6 +286,11 @@ class GtidSet(ABC):
             return self
         return self.union(self._gtid_set(gtid))
 
+    def with_gtids(self, gtids: Iterable[str]) -> GtidSet:
+        """This set and every GTID written in ``gtids`` (anonymous ones add nothing), in one union:
+        a file's hundred thousand transactions cost one sort, not a set each."""
+        return self.union(self._gtids_set([gtid for gtid in gtids if gtid != ANONYMOUS]))
+
     # -- arithmetic ----------------------------------------------------------------
 
     def union(self, other: GtidSet) -> GtidSet:
@@ -388,6 +393,11 @@ class GtidSet(ABC):
     @abstractmethod
     def _gtid_set(cls, gtid: str) -> GtidSet:
         """The set of the one GTID written ``gtid``."""
+
+    @classmethod
+    @abstractmethod
+    def _gtids_set(cls, gtids: list[str]) -> GtidSet:
+        """The set of the GTIDs written ``gtids`` (none anonymous)."""
 
     @abstractmethod
     def _describe(self, key: Hashable, intervals: Intervals) -> list[str]:
@@ -499,6 +509,14 @@ class MysqlGtidSet(GtidSet):
     def _gtid_set(cls, gtid: str) -> MysqlGtidSet:
         key, gno = cls._parse_gtid(gtid)
         return cls._of({key: [(gno, gno)]})
+
+    @classmethod
+    def _gtids_set(cls, gtids: list[str]) -> MysqlGtidSet:
+        sets: dict[tuple[str, str | None], list[Interval]] = {}
+        for gtid in gtids:
+            key, gno = cls._parse_gtid(gtid)
+            sets.setdefault(key, []).append((gno, gno))
+        return cls._of(sets)
 
     def __str__(self) -> str:
         entries = []
@@ -658,6 +676,16 @@ class MariadbGtidSet(GtidSet):
     def _gtid_set(cls, gtid: str) -> MariadbGtidSet:
         domain, server, seq = _mariadb_gtid(gtid)
         return cls._of({domain: [(seq, seq)]}, servers={domain: [(seq, server)]})
+
+    @classmethod
+    def _gtids_set(cls, gtids: list[str]) -> MariadbGtidSet:
+        sets: dict[int, list[Interval]] = {}
+        servers: dict[int, list[tuple[int, int]]] = {}
+        for gtid in gtids:
+            domain, server, seq = _mariadb_gtid(gtid)
+            sets.setdefault(domain, []).append((seq, seq))
+            servers.setdefault(domain, []).append((seq, server))
+        return cls._of(sets, servers=servers)
 
     def _display(self) -> dict:
         return {"servers": self._servers}

@@ -43,6 +43,7 @@ import hashlib
 import json
 import logging
 import os
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Iterable, Mapping
 
@@ -424,35 +425,56 @@ class _Planner:
         return entry.get("rotate_to") if entry else None
 
     def _read(self, file, identity, start, size, transactions, running, last, anchor):
-        """The transactions of ``file`` from ``start``: kept or skipped; where the next run resumes."""
-        skipped, kept, resume, tail = set(), 0, size, start
+        """The transactions of ``file`` from ``start``: kept or skipped; where the next run resumes.
+        The GTIDs kept join the set once the file is read (a log holds each GTID once)."""
+        complete, resume = [], size
         for transaction in transactions:
             if transaction.start < start:
                 continue
             if not transaction.complete:
                 resume = transaction.start
                 break
-            tail = transaction.end
-            fingerprint = _fingerprint(transaction)
-            gtid = fingerprint["gtid"] if running is not None else None
-            if gtid is not None and gtid in running:
-                if not self.entered_by_gtid:
-                    raise GtidsReused(
-                        f"{self.source}: {file.name} at {transaction.start} holds the transaction {gtid}, which the "
-                        f"stream {self.stream!r} has read before ({running}): one log never holds a GTID twice, so its "
-                        "server's GTIDs started again (RESET MASTER?) or the file belongs to another log",
-                        ACCEPT_NEW_SERIES,
-                    )
-                anchor.seen(fingerprint)
+            complete.append(transaction)
+        gtids = [_gtid_of(transaction) if running is not None else None for transaction in complete]
+        logged = [gtid for gtid in gtids if gtid is not None]
+        self._check_each_once(file, logged)
+        in_file = GtidSet.parse("", running.flavour).with_gtids(logged) if logged else None
+        known = running & in_file if in_file else None  # read before
+        skipped = set()
+        for transaction, gtid in zip(complete, gtids):
+            if known and gtid in known:
+                self._check_may_skip(file, transaction, gtid, running)
+                anchor.seen(_fingerprint(transaction))
                 skipped.add(transaction.start)
-                continue
-            if gtid is not None:
-                running = running.with_gtid(gtid)
-            last, kept = fingerprint, kept + 1
+        kept = [transaction for transaction in complete if transaction.start not in skipped]
+        if kept:
+            last = _fingerprint(kept[-1])
+        if in_file:
+            running = running | in_file
         if skipped:
             log.info("%s: %d transactions already read (their GTIDs are in the stream's set), skipped",
                      file.name, len(skipped))
-        return FileRead(file, identity, start, resume, size, frozenset(skipped), kept, tail), running, last
+        tail = complete[-1].end if complete else start
+        return FileRead(file, identity, start, resume, size, frozenset(skipped), len(kept), tail), running, last
+
+    def _check_may_skip(self, file: SourceFile, transaction: Transaction, gtid: str, running: GtidSet) -> None:
+        """Only files entered by GTID may hold transactions the stream has read."""
+        if not self.entered_by_gtid:
+            raise GtidsReused(
+                f"{self.source}: {file.name} at {transaction.start} holds the transaction {gtid}, which the stream "
+                f"{self.stream!r} has read before ({running}): one log never holds a GTID twice, so its server's "
+                "GTIDs started again (RESET MASTER?) or the file belongs to another log", ACCEPT_NEW_SERIES,
+            )
+
+    def _check_each_once(self, file: SourceFile, logged: list[str]) -> None:
+        """The GTIDs ``logged`` in ``file`` may not hold one twice."""
+        if len(set(logged)) < len(logged):
+            twice = sorted(gtid for gtid, count in Counter(logged).items() if count > 1)
+            raise GtidsReused(
+                f"{self.source}: {file.name} holds the transactions {', '.join(twice[:5])} twice: one log never holds "
+                "a GTID twice, so its server's GTIDs started again (RESET MASTER?) or it joins two logs",
+                ACCEPT_NEW_SERIES,
+            )
 
     # -- checks and the state after ------------------------------------------------
 
@@ -531,11 +553,15 @@ def _comparable(one: dict, other: dict) -> tuple:
                  and other.get(key) is not None)
 
 
+def _gtid_of(transaction: Transaction) -> str | None:
+    """A transaction's GTID, None without one (no GTID event, or an anonymous one)."""
+    return transaction.gtid if transaction.gtid and transaction.gtid != NO_GTID else None
+
+
 def _fingerprint(transaction: Transaction) -> dict:
     """A transaction's GTID (None without one), commit timestamp and originating server."""
-    gtid = transaction.gtid if transaction.gtid and transaction.gtid != NO_GTID else None
     ending = transaction.ending
-    return {"gtid": gtid, "timestamp": ending.timestamp if ending else None,
+    return {"gtid": _gtid_of(transaction), "timestamp": ending.timestamp if ending else None,
             "server_id": ending.server_id if ending else None}
 
 

@@ -155,6 +155,18 @@ def test_mariadb_text_keeps_any_servers(gtids):
     assert str(MariadbGtidSet.parse(str(rest))) == str(rest)
 
 
+@PROPERTIES
+@given(st.data())
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_adding_many_gtids_at_once_is_adding_them_one_by_one(flavour, data):
+    cls, elements, gtid = FLAVOURS[flavour]
+    start, added = data.draw(elements), data.draw(elements)
+    texts = [gtid(element) for element in added] + ["ANONYMOUS"]
+    one_by_one = reduce(lambda s, text: s.with_gtid(text), texts, by_gtids(flavour, start))
+    at_once = by_gtids(flavour, start).with_gtids(texts)
+    assert at_once == one_by_one and str(at_once) == str(one_by_one)
+
+
 # -- text forms ----------------------------------------------------------------------
 
 U1, U2, U3 = UUIDS

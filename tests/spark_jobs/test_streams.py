@@ -23,7 +23,7 @@ from spark_jobs.positions import CheckpointFileMissing, MissingFiles
 from spark_jobs.source_files import list_source
 from spark_jobs.splits import scanned_file
 from spark_jobs.streams import (
-    AlreadyIngested, FileReplaced, ForeignLog, GtidHole, StreamState, plan_stream, position_text,
+    AlreadyIngested, FileReplaced, ForeignLog, GtidHole, GtidsReused, StreamState, plan_stream, position_text,
 )
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
@@ -250,3 +250,25 @@ def test_refusals_wait_for_a_decision_and_an_unreadable_one_is_listed_not_fatal(
         "a refusal record that cannot be read: Ex", "x lacks b.000002"]
     refusals.clear(tmp_path, "s")
     assert [r["stream"] for r in refusals.waiting(tmp_path)] == ["(unknown: broken.json)"]
+
+
+def test_a_file_that_starts_the_gtids_again_is_refused_not_skipped(tmp_path):
+    """The next file by name starts behind the stream's GTID set (RESET MASTER, or another log):
+    its transactions are new ones under reused GTIDs, never to be skipped as read."""
+    folder = folder_of(tmp_path, "source", {"a.000001": SAMPLES[0], "a.000002": SAMPLES[0]})
+    with pytest.raises(GtidsReused, match=r"a.000002 starts at , without 0-1-1\.\.0-1-7 that the stream"):
+        plan(folder)
+
+
+def test_transactions_under_gtids_already_read_are_refused_when_no_start_set_says_so(tmp_path):
+    """Two synthetic MySQL files without PREVIOUS_GTIDS, each numbering its GTIDs from 1."""
+    from binlog_codec.corpus import write_corpus
+
+    folder = tmp_path / "source"
+    folder.mkdir()
+    write_corpus(folder / "c.000001", transactions=3, seed=1)
+    write_corpus(folder / "c.000002", transactions=3, seed=2)
+    with pytest.raises(GtidsReused, match=r"c.000002 at \d+ holds the transaction .*:1, which the stream"):
+        plan(folder)
+    write_corpus(folder / "c.000002", transactions=3, seed=2, first_transaction=3)
+    assert after(plan(folder)).gtids.endswith(":1-6")
