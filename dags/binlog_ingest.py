@@ -125,11 +125,16 @@ def binlog_ingest():
     def stage(discovered: dict) -> dict:
         """Downloads and verifies the new objects into the source's staging folder."""
         from plugins import ingest_tasks
+        from plugins.staging import StagingConflict
 
         if not discovered["pending"]:
             raise AirflowSkipException(f"nothing to do in {discovered['source']}")
         names = [obj["name"] for obj in discovered["pending"]] if discovered["rebuild"] else None
-        return ingest_tasks.stage_source(discovered["source"], discovered["warehouse"], names, discovered["stream"])
+        try:
+            return ingest_tasks.stage_source(discovered["source"], discovered["warehouse"], names,
+                                             discovered["stream"], tuple(discovered["accept"]))
+        except StagingConflict as refused:
+            raise AirflowFailException(f"refused, nothing published: {refused}") from refused
 
     @task
     def decode_and_materialize(discovered: dict, data_interval_start=None, data_interval_end=None) -> dict:

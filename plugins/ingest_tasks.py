@@ -134,7 +134,8 @@ def _discover_days(source_uri: str, warehouse: Path, position: dict | None, inte
 
 
 def stage_source(
-    source_uri: str, warehouse: str | Path, names: list[str] | None = None, stream: str | None = None
+    source_uri: str, warehouse: str | Path, names: list[str] | None = None, stream: str | None = None,
+    accept: tuple[str, ...] = (),
 ) -> dict:
     """Downloads and verifies the objects after the stream's checkpoint into the source's staging
     folder (or the objects ``names``, for a rebuild).
@@ -147,7 +148,8 @@ def stage_source(
     else:
         position = checkpoint_of(warehouse, stream_of(source_uri, stream))
         from_checkpoint_file = None if position is None else {"file": position["file"], "position": 0}
-        staged = stage(open_source(source_uri), folder, from_checkpoint_file)
+        staged = stage(open_source(source_uri), folder, from_checkpoint_file,
+                       replace_rewritten="new-series" in accept)
     log.info("%s: %d files staged in %s", source_uri, len(staged), folder)
     return {"staging_dir": str(folder), "files": [f.name for f in staged], "bytes": sum(f.size for f in staged)}
 

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from plugins.object_store import CHUNK_BYTES, ObjectStore, StoredObject
-from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, binlog_name_of
+from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, binlog_name_of, log_order
 from spark_jobs.publish import write_atomically
 
 log = logging.getLogger(__name__)
@@ -113,10 +113,46 @@ def pending_objects(objects: list[StoredObject], position: dict | None) -> list[
     return [obj for obj, _ in pending]
 
 
-def stage(store: ObjectStore, staging_dir: Path, position: dict | None) -> list[StagedFile]:
+def stage(
+    store: ObjectStore, staging_dir: Path, position: dict | None, *, replace_rewritten: bool = False
+) -> list[StagedFile]:
     """Bring the objects after ``position`` into ``staging_dir``, verified; returns them in
-    log order. See the module docstring for what happens to files already staged."""
-    return stage_objects(store, staging_dir, pending_objects(store.list(), position))
+    log order. See the module docstring for what happens to files already staged.
+
+    An object staged before, and before the checkpoint's file in log order, that the store now
+    lists with another size or ETag was rewritten (``RESET MASTER`` and an archiver reusing its
+    names, a restore): :class:`StagingConflict` names them, unless ``replace_rewritten`` (the
+    user took the store's files as a new log), which stages them again for the run to judge."""
+    listing = store.list()
+    staging_dir = Path(staging_dir)
+    rewritten = rewritten_objects(listing, _read_manifest(staging_dir), position)
+    if rewritten and not replace_rewritten:
+        raise StagingConflict(
+            f"{store.uri}: {', '.join(obj.name for obj in rewritten)} changed in the store since they were staged and "
+            "read (another size or checksum): the archive's files were replaced, after RESET MASTER or a restore? "
+            "Nothing was staged. If the source really starts a new log, run once with accept_new_series"
+        )
+    for obj in rewritten:
+        log.warning("%s: rewritten in the store; staged again for the run to judge", obj.name)
+        (staging_dir / obj.name).unlink(missing_ok=True)
+    pending = pending_objects(listing, position)
+    return stage_objects(store, staging_dir, rewritten + [obj for obj in pending if obj not in rewritten])
+
+
+def rewritten_objects(objects: list[StoredObject], manifest: dict, position: dict | None) -> list[StoredObject]:
+    """The objects staged before the checkpoint's file (a file that never changes once the log
+    has moved on) that the store lists with another size or ETag than when they were staged."""
+    if position is None:
+        return []
+    checkpoint_order = log_order(position["file"])
+    changed = []
+    for obj in objects:
+        name, staged = binlog_name_of(obj.name), manifest.get(obj.name)
+        if name is None or staged is None or log_order(name) >= checkpoint_order:
+            continue
+        if staged["size"] != obj.size or (obj.etag and staged["etag"] and staged["etag"] != obj.etag):
+            changed.append(obj)
+    return sorted(changed, key=lambda obj: log_order(binlog_name_of(obj.name)))
 
 
 def stage_named(store: ObjectStore, staging_dir: Path, names: list[str]) -> list[StagedFile]:

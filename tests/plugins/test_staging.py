@@ -461,3 +461,35 @@ def test_a_staging_folder_without_room_fails_clearly_and_keeps_what_was_staged(
     assert [(each.name, Path(each.path).read_bytes()) for each in staged] == [
         ("mysql-bin.000001", small), ("mysql-bin.000002", large)]
     assert requests.operations().count("GetObject") == 1  # only the file that did not fit
+
+
+def test_a_file_read_before_that_was_rewritten_in_the_store_is_refused_unless_taken_as_a_new_log(
+    bucket_store, binlogs, staging_dir, tmp_path
+):
+    """After RESET MASTER an archiver uploads new files under the old names: an object staged
+    before the checkpoint's file that changed is named, and nothing is staged, until the user
+    takes the store's files as a new log; then it is staged again, for the run to judge."""
+    first, second = binlogs["mysql-bin.checksum-crc32"], binlogs["mysql-bin.checksum-none"]
+    put(bucket_store, "mysql-bin.000001", first, tmp_path)
+    put(bucket_store, "mysql-bin.000002", second, tmp_path)
+    stage(bucket_store, staging_dir, None)
+    checkpoint = {"file": "mysql-bin.000002", "position": 0}
+    put(bucket_store, "mysql-bin.000001", first[:-1] + bytes([first[-1] ^ 0xFF]), tmp_path)
+    put(bucket_store, "mysql-bin.000003", second, tmp_path)
+    before = folder_listing(staging_dir)
+    with pytest.raises(StagingConflict, match=r"mysql-bin.000001 changed in the store .* accept_new_series"):
+        stage(bucket_store, staging_dir, checkpoint)
+    assert folder_listing(staging_dir) == before and (staging_dir / "mysql-bin.000001").read_bytes() == first
+    staged = stage(bucket_store, staging_dir, checkpoint, replace_rewritten=True)
+    assert [f.name for f in staged] == ["mysql-bin.000001", "mysql-bin.000002", "mysql-bin.000003"]
+    assert (staging_dir / "mysql-bin.000001").read_bytes() == first[:-1] + bytes([first[-1] ^ 0xFF])
+    assert stage(bucket_store, staging_dir, checkpoint) == staged[1:]  # the new bytes are now the staged ones
+
+
+def test_the_checkpoint_file_growing_is_no_rewrite(bucket_store, binlogs, staging_dir, tmp_path):
+    data = binlogs["mysql-bin.checksum-crc32"]
+    put(bucket_store, "mysql-bin.000001", data[:1000], tmp_path)
+    stage(bucket_store, staging_dir, None)
+    put(bucket_store, "mysql-bin.000001", data, tmp_path)
+    assert [f.name for f in stage(bucket_store, staging_dir, {"file": "mysql-bin.000001", "position": 0})] == [
+        "mysql-bin.000001"]
