@@ -272,3 +272,11 @@ def test_transactions_under_gtids_already_read_are_refused_when_no_start_set_say
         plan(folder)
     write_corpus(folder / "c.000002", transactions=3, seed=2, first_transaction=3)
     assert after(plan(folder)).gtids.endswith(":1-6")
+
+
+def test_a_second_series_in_one_source_is_read_only_where_it_starts_where_the_first_ends(tmp_path):
+    overlapping = folder_of(tmp_path, "overlapping", {"a.000001": SAMPLES[0], "b.000001": SAMPLES[0]})
+    with pytest.raises(GtidsReused, match="b.000001 starts at , without 0-1-1..0-1-7"):
+        plan(overlapping)
+    following = folder_of(tmp_path, "following", {"a.000001": SAMPLES[0], "b.000002": SAMPLES[1]})
+    assert [r.file.name for r in plan(following).reads] == ["a.000001", "b.000002"]
