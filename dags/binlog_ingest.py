@@ -47,14 +47,14 @@ BACKFILL_RUN = "backfill"  # the run type of airflow backfill create and the UI'
 
 PARAMS = {
     "source_uri": Param(
-        "",
-        type="string",
+        None,
+        type=["null", "string"],
         pattern=r"^$|^(s3://[^/]+|file:///).*",
         description="s3://bucket/prefix or file:///folder of binlog files; empty: the Variable binlake_source_uri",
     ),
     "warehouse_uri": Param(
-        "",
-        type="string",
+        None,
+        type=["null", "string"],
         description="warehouse folder (file:///folder or a path); empty: the Variable binlake_warehouse_uri, "
         "else $AIRFLOW_HOME/binlake/warehouse",
     ),
@@ -64,8 +64,8 @@ PARAMS = {
         description="rebuild the changes/ of the days the data interval touches (backfill runs always do)",
     ),
     "stream": Param(
-        "",
-        type="string",
+        None,
+        type=["null", "string"],
         description="name of the stream that owns the checkpoint; empty: the source URI. Point a stream at "
         "another source (a new primary's binlogs) to go on by GTID",
     ),
@@ -82,8 +82,8 @@ PARAMS = {
         "first file; kept in the run record",
     ),
     "spark_master": Param(
-        "",
-        type="string",
+        None,
+        type=["null", "string"],
         description="Spark master URL, e.g. local[2] or spark://host:7077; empty: $SPARK_MASTER, else local[*]",
     ),
 }
@@ -115,7 +115,11 @@ def binlog_ingest():
         rebuild = None
         run_type = context["dag_run"].run_type
         if params.get("rebuild") or getattr(run_type, "value", run_type) == BACKFILL_RUN:
-            rebuild = (context["data_interval_start"].isoformat(), context["data_interval_end"].isoformat())
+            start, end = context.get("data_interval_start"), context.get("data_interval_end")
+            if start is None or end is None:
+                raise AirflowFailException("rebuild needs a data interval: the days to rebuild are those it touches; "
+                                           "trigger the run with a logical date, or use airflow backfill create")
+            rebuild = (start.isoformat(), end.isoformat())
         accept = [choice for choice, param in (("gap", "accept_gap"), ("new-series", "accept_new_series"))
                   if params.get(param)]
         discovered = ingest_tasks.discover(source, warehouse, rebuild=rebuild, stream=params.get("stream") or None)
@@ -142,11 +146,13 @@ def binlog_ingest():
         from plugins import ingest_tasks
         from spark_jobs.positions import ContinuityError
 
-        interval = discovered["rebuild"] or (data_interval_start.isoformat(), data_interval_end.isoformat())
+        scheduled = (data_interval_start.isoformat(), data_interval_end.isoformat()) if data_interval_start else None
+        interval = discovered["rebuild"] or scheduled  # manual and API runs may have no data interval
         try:
             return ingest_tasks.decode_and_materialize(
                 discovered["source"], discovered["warehouse"], discovered["spark_master"],
-                interval=tuple(interval), rebuild=bool(discovered["rebuild"]), stream=discovered["stream"],
+                interval=tuple(interval) if interval else None, rebuild=bool(discovered["rebuild"]),
+                stream=discovered["stream"],
                 accept=tuple(discovered["accept"]),
             )
         except ContinuityError as refused:

@@ -43,6 +43,7 @@ from plugins import settings
 from plugins.object_store import ObjectStore, open_store
 from plugins.staging import pending_objects, stage, stage_named
 from spark_jobs import backfill, ingest, publish
+from spark_jobs.expectations import verdict
 from spark_jobs.lock import warehouse_lock
 from spark_jobs.streams import default_stream, position_of, position_text
 
@@ -223,7 +224,7 @@ def validate(warehouse: str | Path, run_id: str, spark_master: str | None) -> di
         outcome = ingest.validate_run(spark, str(warehouse), run_id)
     summary = quality_summary(run_id, outcome, Path(warehouse))
     log.info("run %s: quality %s, %d expectations, Data Docs: %s", run_id,
-             "passed" if summary["success"] else "FAILED", summary["expectations"], summary["data_docs"])
+             verdict(summary["success"], summary["expectations"]), summary["expectations"], summary["data_docs"])
     if not outcome["success"]:
         raise ingest.QualityFailed(run_id, outcome)
     return summary
@@ -281,7 +282,7 @@ def report_lines(summary: dict) -> list[str]:
     lines += [f"  {table}: {rows} row changes" for table, rows in sorted(summary["rows"].items())]
     quality = summary["quality"]
     if quality is not None:
-        lines.append(f"quality: {'passed' if quality['success'] else 'FAILED'} "
+        lines.append(f"quality: {verdict(quality['success'], quality['expectations'])} "
                      f"({quality['expectations']} expectations); Data Docs: {quality['data_docs']}")
     lines.append(f"stream {summary['stream']} now at {position_text(summary['checkpoint'])}")
     return lines

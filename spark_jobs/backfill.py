@@ -43,8 +43,9 @@ import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
 from spark_jobs import image_files, publish
-from spark_jobs.decode import DEFAULT_TARGET_BYTES, decode
-from spark_jobs.ingest import RUN_FILE, IngestResult, Input, primary_keys, publish_run, work_folder
+from binlog_codec.arrow import TABLE_SCHEMA
+from spark_jobs.decode import DEFAULT_TARGET_BYTES, TRANSACTION_SCHEMA, decode
+from spark_jobs.ingest import FACTS_FOLDER, RUN_FILE, IngestResult, Input, primary_keys, publish_run, work_folder
 from spark_jobs.layout import table_folder
 from spark_jobs.lock import locks_warehouse, warehouse_lock
 from spark_jobs.materialize import COMMIT_DATE, ORDER, materialize
@@ -132,12 +133,37 @@ def prepare_backfill(
             )
             result.rows[name] = done.changes_rows
     shutil.rmtree(work / "out" / "current", ignore_errors=True)  # a backfill leaves current/ as it is
+    write_facts(decoded, days, set(result.rows), work / FACTS_FOLDER)
     for scratch in ("staging", "days", "prior"):
         shutil.rmtree(work / scratch, ignore_errors=True)
     result.checkpoint = publish.read_checkpoint(root)
     result.seconds = time.monotonic() - timer
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
     return result
+
+
+def write_facts(decoded, days: list[date], tables: set[str], folder: Path) -> None:
+    """What validation checks the rebuilt ``changes`` against, kept out of the published output:
+    the table versions of the rebuilt ``tables`` (``db.table``) and the transactions committed on
+    ``days`` with their rows of those tables (``metadata/table_schemas`` and
+    ``metadata/transactions``, as :func:`spark_jobs.validate.validate` reads them)."""
+    def rebuilt(row: dict) -> bool:
+        return f"{row['database']}.{row['table']}" in tables
+
+    versions = [row for row in pq.read_table(decoded.table_schemas).to_pylist() if rebuilt(row)] \
+        if decoded.table_schemas else []
+    lo, hi = _day_bounds(days)
+    transactions = []
+    for path in decoded.transaction_files:
+        index = pq.read_table(path)
+        index = index.filter(pc.and_(pc.greater_equal(index["commit_ts"], lo), pc.less(index["commit_ts"], hi)))
+        for row in index.to_pylist():
+            transactions.append({**row, "rows_per_table": [entry for entry in row["rows_per_table"] if rebuilt(entry)]})
+    for name, rows, schema in (("table_schemas", versions, TABLE_SCHEMA), ("transactions", transactions,
+                                                                             TRANSACTION_SCHEMA)):
+        target = folder / "metadata" / name / f"{name}.parquet"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows, schema=schema), target)
 
 
 def _source_file(source: str, name: str) -> Path:

@@ -123,6 +123,14 @@ class TableFacts:
         return f"{self.database}.{self.table}"
 
 
+def verdict(success: bool, expectations: int) -> str:
+    """The word for a validation: ``passed`` only when expectations ran and held; ``nothing to
+    check`` when none had anything to check (a run without row changes); else ``FAILED``."""
+    if not success:
+        return "FAILED"
+    return "passed" if expectations else "nothing to check"
+
+
 def table_facts(versions: Iterable[dict], logged_rows: dict[tuple[str, str], int]) -> list[TableFacts]:
     """One :class:`TableFacts` per table of the ``metadata/table_schemas`` rows ``versions``,
     with its row count from ``logged_rows`` ((database, table) → rows); tables only the

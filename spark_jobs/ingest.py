@@ -56,6 +56,7 @@ import pyarrow.parquet as pq
 from binlog_codec.arrow import TABLE_SCHEMA
 from spark_jobs import publish, refusals
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
+from spark_jobs.expectations import verdict
 from spark_jobs.layout import table_folder
 from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import materialize
@@ -94,6 +95,7 @@ RUNS_SCHEMA = pa.schema([
     pa.field("skipped_transactions", pa.int64()),
 ])
 INFLATED_FOLDER = "_inflated"  # under RUNS_FOLDER: compressed binlogs of a stream, decompressed
+FACTS_FOLDER = "facts"  # in a backfill's work folder: what validation checks its output against
 
 
 @dataclass(frozen=True)
@@ -389,7 +391,8 @@ def validate_run(spark, warehouse: str, run_id: str) -> dict:
 
     work = work_folder(warehouse, run_id)
     result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
-    outcome = validate(spark, work / "out", Path(warehouse).resolve(), run_id).to_json()
+    facts = work / FACTS_FOLDER if result.kind == "backfill" else None  # a backfill publishes no metadata
+    outcome = validate(spark, work / "out", Path(warehouse).resolve(), run_id, facts=facts).to_json()
     result.quality = outcome
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
     return outcome
@@ -496,7 +499,7 @@ def _summary(result: IngestResult) -> str:
     lines += [f"  {table}: {rows:,}" for table, rows in sorted(result.rows.items())]
     if result.quality is not None:
         checks = sum(t["expectations"] for t in result.quality["tables"])
-        lines.append(f"quality: {'passed' if result.quality['success'] else 'FAILED'} ({checks} expectations), "
+        lines.append(f"quality: {verdict(result.quality['success'], checks)} ({checks} expectations), "
                      f"Data Docs: {result.quality['data_docs']}")
     return "\n".join(lines)
 

@@ -43,8 +43,9 @@ import pyarrow.parquet as pq
 
 from spark_jobs.expectations import (
     FILE, ROW_IN_FILE, TableFacts, charset_expectation, failure_line, table_expectations, table_facts,
+    verdict,
 )
-from spark_jobs.layout import path_part, table_folder
+from spark_jobs.layout import name_of, path_part, table_folder
 
 log = logging.getLogger(__name__)
 
@@ -92,16 +93,21 @@ class QualityOutcome:
         return cls(**{**data, "tables": [TableOutcome(**table) for table in data["tables"]]})
 
 
-def validate(spark, run_folder: Path, warehouse: Path, run_id: str) -> QualityOutcome:
-    """Validate the run folder ``run_folder`` of run ``run_id`` (see the module docstring)."""
+def validate(spark, run_folder: Path, warehouse: Path, run_id: str, *, facts: Path | None = None) -> QualityOutcome:
+    """Validate the run folder ``run_folder`` of run ``run_id`` (see the module docstring);
+    ``facts``: the folder whose ``metadata/`` the output is checked against, when not the run
+    folder's own (a backfill publishes no metadata). Row changes that no expectation checked
+    fail the run: a gate that checked nothing does not pass."""
     run_folder, warehouse, clock = Path(run_folder), Path(warehouse), time.monotonic()
-    tables = table_facts(_rows(run_folder / "metadata" / "table_schemas"), _logged_rows(run_folder))
+    facts = Path(facts) if facts is not None else run_folder
+    tables = table_facts(_rows(facts / "metadata" / "table_schemas"), _logged_rows(facts))
     log.info("run %s: validating %d tables of %s", run_id, len(tables), run_folder)
     context = _context(warehouse / QUALITY)
     from great_expectations.core.run_identifier import RunIdentifier
 
     run = RunIdentifier(run_name=run_id, run_time=datetime.now(timezone.utc))
     outcomes = [_validate_table(context, spark, run_folder, table, run) for table in tables]
+    outcomes += _unchecked(run_folder, {(t.database, t.table) for t in outcomes if t.expectations})
     _validate_charsets(context, spark, run_folder, outcomes, run)
     data_docs = _build_data_docs(context, warehouse, run)
     outcome = QualityOutcome(run_id, all(t.success for t in outcomes), outcomes, data_docs)
@@ -109,12 +115,26 @@ def validate(spark, run_folder: Path, warehouse: Path, run_id: str) -> QualityOu
         for line in table.failures:
             log.warning("run %s: %s.%s: %s", run_id, table.database, table.table, line)
     log.info("run %s: quality %s, %d expectations over %d tables in %.1f s; Data Docs: %s", run_id,
-             "passed" if outcome.success else "FAILED", sum(t.expectations for t in outcomes), len(outcomes),
+             verdict(outcome.success, sum(t.expectations for t in outcomes)), sum(t.expectations for t in outcomes),
+             len(outcomes),
              time.monotonic() - clock, data_docs)
     return outcome
 
 
 # -- the run's metadata ------------------------------------------------------------
+
+
+def _unchecked(run_folder: Path, checked: set[tuple[str, str]]) -> list[TableOutcome]:
+    """A failed outcome for each table of the run's ``changes`` that no expectation checked."""
+    unchecked = []
+    for folder in sorted((run_folder / "changes").glob("*/*")):
+        database, table = name_of(folder.parent.name), name_of(folder.name)
+        rows = sum(pq.ParquetFile(file).metadata.num_rows for file in folder.rglob("*.parquet"))
+        if rows and (database, table) not in checked:
+            unchecked.append(TableOutcome(database, table, rows, False, 0, [
+                f"{rows} row changes that no expectation checked: the run holds no table version or transaction "
+                "of the table to check them against"]))
+    return unchecked
 
 
 def _rows(folder: Path) -> list[dict]:

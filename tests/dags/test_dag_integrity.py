@@ -105,7 +105,7 @@ def test_binlog_ingest_takes_source_warehouse_master_and_rebuild_as_params(loade
     }
     assert dag["params"].pop("rebuild") is False  # new data, unless a backfill run or asked for
     assert dag["params"].pop("accept_gap") is False and dag["params"].pop("accept_new_series") is False  # never by default
-    assert all(value == "" for value in dag["params"].values())  # empty: the Variables and environment decide
+    assert all(value is None for value in dag["params"].values())  # none: the Variables and environment decide
 
 
 def test_binlog_ingest_retries_every_task_after_a_short_delay(loaded):

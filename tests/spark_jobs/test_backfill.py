@@ -13,7 +13,7 @@ import pytest
 
 from spark_jobs import publish
 from spark_jobs.backfill import files_of_days, interval_days, prepare_backfill
-from spark_jobs.ingest import ingest, publish_run
+from spark_jobs.ingest import ingest, publish_run, validate_run
 
 pytestmark = pytest.mark.integration
 
@@ -101,6 +101,11 @@ def test_a_lost_day_is_rebuilt_exactly_and_nothing_else_moves(spark, source, war
     for attempt in range(2):  # the same backfill twice: the partition replaced, never added to
         prepared = prepare_backfill(str(source), str(warehouse), start=interval[0], end=interval[1], spark=spark)
         assert prepared.skipped == [f"{DATABASE}.tally"] and prepared.rows == {f"{DATABASE}.item": 4}
+        if attempt == 0:  # validated like any run: on the rows it rebuilds
+            outcome = validate_run(spark, str(warehouse), prepared.run_id)
+            (checked,) = outcome["tables"]
+            assert outcome["success"] and (checked["table"], checked["rows"]) == ("item", 4)
+            assert checked["expectations"] > 0
         publish_run(str(warehouse), prepared.run_id)
         rebuilt = day_rows(warehouse, "item", DAYS[1])
         drop = {"_incomplete_columns"}

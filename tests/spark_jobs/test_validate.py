@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from binlog_codec.table_map import ColumnType
-from spark_jobs.expectations import IntegerRange, identifier, integer_range, literal, spark_type
+from spark_jobs.expectations import IntegerRange, identifier, integer_range, literal, spark_type, verdict
 from spark_jobs.ingest import ingest
 from spark_jobs.layout import table_folder
 from spark_jobs.validate import QualityOutcome, validate
@@ -299,3 +299,18 @@ def test_names_are_quoted_for_spark_sql_and_the_batch_template():
     assert literal("it's a \\ {x}") == "'it\\'s a \\\\ {{x}}'"
     assert spark_type("decimal128(20, 0)") == "decimal(20,0)"
     assert spark_type("timestamp[us, tz=UTC]") == "timestamp" and spark_type("timestamp[us]") == "timestamp_ntz"
+
+
+def test_row_changes_no_expectation_checked_fail_the_run(spark, tmp_path):
+    """A run folder with changes but no table version or transaction to check them against: the
+    gate checked nothing, so it does not pass."""
+    run_folder = tmp_path / "run"
+    folder = run_folder / "changes" / "shop" / "orders" / "commit_date=2026-03-02"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1, 2, 3]}), folder / "part.parquet")
+    result = validate(spark, run_folder=run_folder, warehouse=tmp_path / "warehouse", run_id="unchecked")
+    assert not result.success
+    assert [(t.database, t.table, t.rows, t.expectations) for t in result.tables] == [("shop", "orders", 3, 0)]
+    assert result.tables[0].failures == ["3 row changes that no expectation checked: the run holds no table version "
+                                         "or transaction of the table to check them against"]
+    assert verdict(True, 0) == "nothing to check" and verdict(True, 5) == "passed" and verdict(False, 5) == "FAILED"
