@@ -6,7 +6,8 @@ Subcommands:
   summary), or JSON Lines with ``--json``; with ``-v``, the rows of rows events
   as ``mysqlbinlog -v`` prints them;
 * ``verify FILE...``: magic, framing, every checksum and every event body;
-  exit status 0 only when all hold;
+  exit status 0 only when all hold (3 when they hold but a file has no events
+  or ends inside a transaction);
 * ``transactions FILE...``: transaction boundaries from a quick scan;
 * ``metadata FILE...``: each table map's columns and primary key as WL#4618
   I3 prints them (``mariadb-binlog --print-table-metadata``), or JSON Lines
@@ -18,8 +19,17 @@ Subcommands:
   or MySQL server's databases, from a consistent snapshot, with the binlog
   position of its validity point (:mod:`binlog_codec.backup.create`).
 
+A FILE is a binlog file, ``-`` for standard input, or a gzip or zstd
+compressed binlog (:mod:`binlog_codec.cli_input`). ``--start-position``
+applies to the first FILE and ``--stop-position`` to the last, as in
+``mariadb-binlog``.
+
+``-v`` before the subcommand (or ``--progress`` after it) logs progress to
+stderr; ``-v`` after ``events`` prints rows; after another subcommand it is a
+usage error naming these.
+
 Errors go to stderr as one line naming the file, the position, the event type
-and what was wrong; the exit status is then 1.
+and what was wrong; the exit status is then 1. See :data:`EXIT_STATUSES`.
 """
 
 from __future__ import annotations
@@ -31,9 +41,11 @@ import logging
 import os
 import sys
 import time
-from typing import Iterable, TextIO
+from contextlib import contextmanager
+from typing import Iterable, Iterator, NamedTuple, TextIO
 
 from . import __version__, build_description, compiled, json_binary, json_diff
+from .cli_input import binlog_input, check_event_start, display_name
 from .errors import BinlogError, CorruptEventError
 from .event_types import EventType
 from .events import Event, RowsEvent, TableMapEvent, decode
@@ -54,29 +66,94 @@ from .backup.report import image_report
 log = logging.getLogger("binlog_codec")
 
 
+# Exit statuses, as ``--help`` lists them.
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_WARNING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_STATUSES = f"""exit status:
+  {EXIT_OK}    success
+  {EXIT_ERROR}    an error (one line on stderr naming the file, position, event type and what was wrong)
+  {EXIT_USAGE}    a usage error
+  {EXIT_WARNING}    verify: every file holds, but one has no events or ends inside a transaction
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)"""
+
+# Seconds between two progress lines.
+PROGRESS_INTERVAL = 5.0
+
+
 class Progress:
-    """Logs how far a long run has got, at most every ``interval`` seconds."""
+    """Logs how far a long run through one file has got, at most every :data:`PROGRESS_INTERVAL`
+    seconds, and a last line when it is done (shown with ``-v`` or ``--progress``)."""
 
-    def __init__(self, name: str, total: int, interval: float = 5.0) -> None:
-        self.name, self.total, self.interval = name, total, interval
+    def __init__(self, name: str, total: int, unit: str = "events") -> None:
+        self.name, self.total, self.unit = name, total, unit
         self.started = self.last = time.monotonic()
+        self.position = self.count = 0
 
-    def update(self, position: int, events: int) -> None:
+    def update(self, position: int, count: int) -> None:
+        self.position, self.count = position, count
         now = time.monotonic()
-        if now - self.last < self.interval:
+        if now - self.last < PROGRESS_INTERVAL:
             return
         self.last = now
         share = 100.0 * position / self.total if self.total else 100.0
-        rate = position / (now - self.started) / 1e6
-        log.info("%s: %.1f%% (%d of %d bytes), %d events, %.1f MB/s", self.name, share, position, self.total, events, rate)
+        log.info(
+            "%s: %.1f%% (%d of %d bytes), %d %s, %.1f MB/s",
+            self.name, share, position, self.total, count, self.unit, self._rate(now),
+        )
+
+    def done(self) -> None:
+        """The last line: the whole run, read up to ``total``."""
+        self.position = self.total
+        now = time.monotonic()
+        log.info(
+            "%s: done, %d bytes, %d %s in %.1f s, %.1f MB/s",
+            self.name, self.total, self.count, self.unit, now - self.started, self._rate(now),
+        )
+
+    def _rate(self, now: float) -> float:
+        return self.position / max(now - self.started, 1e-9) / 1e6
 
 
-def _reader(path: str, args: argparse.Namespace) -> BinlogReader:
+class _Source(NamedTuple):
+    """One FILE of the command line, ready to read: where it is, its name, and the positions
+    that apply to it (``--start-position`` to the first FILE, ``--stop-position`` to the last)."""
+
+    path: str
+    name: str
+    start: int | None
+    stop: int | None
+
+    def progress(self, unit: str = "events") -> Progress:
+        """A progress log through the file, up to its stop position or its end."""
+        size = os.path.getsize(self.path)
+        return Progress(self.name, size if self.stop is None else min(size, self.stop), unit)
+
+
+@contextmanager
+def _source(args: argparse.Namespace, index: int) -> Iterator[_Source]:
+    """FILE number ``index`` (:func:`~binlog_codec.cli_input.binlog_input`); its start
+    position, when it has one, checked to be an event's start."""
+    start = getattr(args, "start_position", None) if index == 0 else None
+    stop = getattr(args, "stop_position", None) if index == len(args.files) - 1 else None
+    with binlog_input(args.files[index]) as given:
+        if start is not None:
+            check_event_start(given, start)
+        yield _Source(given.path, given.name, start, stop)
+
+
+def _sources(args: argparse.Namespace) -> Iterator[_Source]:
+    """Every FILE in order, each open (a temporary copy kept) while the caller reads it."""
+    for index in range(len(args.files)):
+        with _source(args, index) as source:
+            yield source
+
+
+def _reader(source: _Source, args: argparse.Namespace) -> BinlogReader:
     return BinlogReader(
-        path,
+        source.path,
         verify_checksums=not args.no_verify_checksums,
-        start_position=getattr(args, "start_position", None),
-        stop_position=getattr(args, "stop_position", None),
+        start_position=source.start,
+        stop_position=source.stop,
+        name=source.name,
     )
 
 
@@ -121,22 +198,21 @@ def _event_text(event: Event, summary: str) -> str:
 
 
 def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
-    for path in args.files:
-        reader = _reader(path, args)
+    for source in _sources(args):
         tables: dict[int, str] = {}
         row_images = RowImages() if args.verbose_rows else None
         if not args.json:
-            out.write(f"# {path}\n#{'position':>9} {'end':>10}  {'type':<22} {'size':>8}  summary\n")
-        progress = None
-        for count, raw in enumerate(reader, 1):
+            out.write(f"# {source.name}\n#{'position':>9} {'end':>10}  {'type':<22} {'size':>8}  summary\n")
+        progress = source.progress()
+        for count, raw in enumerate(_reader(source, args), 1):
             event = decode(raw, skip_unknown=args.skip_unknown)
             summary = _summary(event, tables)
             out.write((_event_json(event, summary) if args.json else _event_text(event, summary)) + "\n")
             if row_images is not None:
                 out.write(row_images.text(event, "mariadb" if raw.fde.is_mariadb else "mysql"))
-            progress = progress or Progress(path, reader.file_size)
             progress.update(raw.end_pos, count)
-    return 0
+        progress.done()
+    return EXIT_OK
 
 
 def _quoted_table(database: str, table: str) -> str:
@@ -255,27 +331,38 @@ def sql_value(value, column: Column) -> str:
 
 
 def cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
-    failed = 0
-    for path in args.files:
+    """``OK``, ``WARNING`` (a warning line on stderr) or ``FAILED`` (an error line) per file;
+    the exit status is the worst: :data:`EXIT_ERROR`, :data:`EXIT_WARNING` or :data:`EXIT_OK`."""
+    statuses = {EXIT_OK}
+    for index, given in enumerate(args.files):
         try:
-            summary = _verify_one(path, args)
+            with _source(args, index) as source:
+                summary, warning = _verify_one(source, args)
         except BinlogError as exc:
-            failed += 1
-            print(f"binlog-codec: {exc}", file=sys.stderr)
-            out.write(f"FAILED {path}\n")
+            statuses.add(_verify_failed(display_name(given), str(exc), out))
             continue
         except OSError as exc:
-            failed += 1
-            print(f"binlog-codec: {path}: {exc.strerror or exc}", file=sys.stderr)
-            out.write(f"FAILED {path}\n")
+            statuses.add(_verify_failed(given, f"{given}: {exc.strerror or exc}", out))
             continue
-        out.write(f"OK {path}: {summary}\n")
-    return 1 if failed else 0
+        if warning:
+            print(f"binlog-codec: {source.name}: warning: {warning}", file=sys.stderr)
+            out.write(f"WARNING {source.name}: {summary}\n")
+            statuses.add(EXIT_WARNING)
+        else:
+            out.write(f"OK {source.name}: {summary}\n")
+    return EXIT_ERROR if EXIT_ERROR in statuses else max(statuses)
 
 
-def _verify_one(path: str, args: argparse.Namespace) -> str:
-    reader = _reader(path, args)
-    progress = Progress(path, 0)
+def _verify_failed(name: str, message: str, out: TextIO) -> int:
+    print(f"binlog-codec: {message}", file=sys.stderr)
+    out.write(f"FAILED {name}\n")
+    return EXIT_ERROR
+
+
+def _verify_one(source: _Source, args: argparse.Namespace) -> tuple[str, str | None]:
+    """What verify says of a file that holds: its summary and a warning or None."""
+    reader = _reader(source, args)
+    progress = source.progress()
     events = inner = 0
     checksums = None
     for raw in reader:
@@ -287,26 +374,51 @@ def _verify_one(path: str, args: argparse.Namespace) -> str:
             checksums = raw.fde.checksum_name
         if not args.framing_only:
             decode(raw, skip_unknown=args.skip_unknown)
-        progress.total = reader.file_size
         progress.update(raw.end_pos, events)
+    progress.done()
     text = f"{events} events"
     if inner:
         text += f" (+{inner} inside transaction payloads)"
     text += f", {reader.file_size} bytes, checksums {checksums or 'none (pre-checksum format)'}"
     if checksums == "CRC32" and not args.no_verify_checksums:
         text += " verified"
-    return text
+    if not events:
+        return text, "no events after the 4-byte magic: an empty binlog, or a copy cut short"
+    return text, _unfinished_transaction(source, args)
+
+
+def _unfinished_transaction(source: _Source, args: argparse.Namespace) -> str | None:
+    """What to say of the file's last transaction when the file ends inside it, else None.
+    Not when a ROTATE or STOP ends the file: the server closed it there, whatever came before."""
+    last = None
+    for last in scan_transactions(source.path, name=source.name, verify_checksums=not args.no_verify_checksums):
+        pass
+    if last is None or last.complete or (last.ending is not None and last.ending.type_code in _CLOSING):
+        return None
+    gtid = f"GTID {last.gtid}, " if last.gtid else ""
+    return (
+        f"the file ends inside a transaction: the one at {last.start} ({gtid}{last.events} events) "
+        f"has no COMMIT, XID or statement end; a copy cut short?"
+    )
+
+
+# The events with which a server closes a binlog file.
+_CLOSING = (EventType.ROTATE, EventType.STOP)
 
 
 def cmd_transactions(args: argparse.Namespace, out: TextIO) -> int:
-    for path in args.files:
-        for trx in scan_transactions(path, verify_checksums=not args.no_verify_checksums):
+    for source in _sources(args):
+        progress = source.progress("transactions")
+        scan = scan_transactions(source.path, name=source.name, verify_checksums=not args.no_verify_checksums)
+        for count, trx in enumerate(scan, 1):
             if args.json:
                 out.write(json.dumps(trx.__dict__) + "\n")
             else:
                 state = "" if trx.complete else "  (incomplete)"
                 out.write(f"{trx.file} {trx.start:>10} {trx.end:>10} {trx.events:>6}  {trx.gtid or '-'}{state}\n")
-    return 0
+            progress.update(trx.end, count)
+        progress.done()
+    return EXIT_OK
 
 
 def _rows_default(value):
@@ -425,16 +537,10 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
     lines = _RowLines(out, encode)
     file = context = None
     try:
-        for path in args.files:
-            for rows in rows_events(
-                path,
-                database=args.database,
-                table=args.table,
-                assume_charset=args.assume_charset,
-                verify_checksums=not args.no_verify_checksums,
-                start_position=args.start_position,
-                stop_position=args.stop_position,
-            ):
+        for source in _sources(args):
+            progress = source.progress("rows events")
+            for count, rows in enumerate(_rows_events(source, args), 1):
+                progress.update(rows.event.end_pos, count)
                 event, table = rows.event, rows.table
                 if event.file != file:
                     file = event.file
@@ -450,9 +556,23 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
                     continue
                 for line in _python_lines(rows, head, middle, encode):
                     lines.add(line)
+            progress.done()
     finally:
         lines.flush()  # the rows before an error are printed before it
-    return 0
+    return EXIT_OK
+
+
+def _rows_events(source: _Source, args: argparse.Namespace) -> Iterator[RowsOfTable]:
+    return rows_events(
+        source.path,
+        database=args.database,
+        table=args.table,
+        assume_charset=args.assume_charset,
+        verify_checksums=not args.no_verify_checksums,
+        start_position=source.start,
+        stop_position=source.stop,
+        name=source.name,
+    )
 
 
 def _python_lines(rows: RowsOfTable, head: str, middle: str, encode):
@@ -530,8 +650,10 @@ def _metadata_text(raw: RawEvent, table: TableMap, flavour: str) -> str:
 
 def cmd_metadata(args: argparse.Namespace, out: TextIO) -> int:
     render = _metadata_json if args.json else _metadata_text
-    for path in args.files:
-        for raw in _reader(path, args):
+    for source in _sources(args):
+        progress = source.progress()
+        for count, raw in enumerate(_reader(source, args), 1):
+            progress.update(raw.end_pos, count)
             if raw.type_code != EventType.TABLE_MAP:
                 continue
             table = decode_table_map(decode(raw))
@@ -541,7 +663,8 @@ def cmd_metadata(args: argparse.Namespace, out: TextIO) -> int:
             except ValueError as exc:  # unknown collation, ENUM/SET value not in its charset, impossible type
                 raise raw.error(CorruptEventError, f"table map metadata: {exc}") from None
             out.write(text)
-    return 0
+        progress.done()
+    return EXIT_OK
 
 
 def _backup_flags(header: dict) -> str:
@@ -617,32 +740,87 @@ def cmd_backup_create(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+class _VerboseHere(argparse.Action):
+    """``-v`` after a subcommand that prints nothing more with it: a usage error of that
+    subcommand naming the options that give progress (``-v`` before the subcommand, or
+    ``--progress`` after it)."""
+
+    def __init__(self, option_strings, dest, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        program, command = parser.prog.rsplit(" ", 1)
+        parser.error(
+            f"{option_string} after the subcommand is for events only (its rows); for progress on stderr "
+            f"use '{program} -v {command} ...' or '{parser.prog} --progress ...'"
+        )
+
+
+def _position(text: str) -> int:
+    """A byte position option's value: a whole number, not negative."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a byte position is a whole number from 0, not {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="binlog-codec", description="Read MySQL and MariaDB binary log files.")
+    parser = argparse.ArgumentParser(
+        prog="binlog-codec",
+        description="Read MySQL and MariaDB binary log files. FILE is a binlog, - for standard input, "
+        "or a gzip or zstd compressed binlog.",
+        epilog=EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"binlog-codec {__version__} ({build_description()})")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr on long files")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="log progress to stderr (before the subcommand; after 'events', -v prints rows)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    def common(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("files", nargs="+", metavar="FILE", help="binlog files, read in the order given")
+    def common(sub: argparse.ArgumentParser, verbose_here: bool = False) -> None:
+        sub.add_argument(
+            "files", nargs="+", metavar="FILE",
+            help="binlog files, read in the order given; - is standard input; gzip or zstd bytes are decompressed",
+        )
         sub.add_argument(
             "--no-verify-checksums", action="store_true", help="do not check CRC32 checksums (checked by default)"
         )
+        sub.add_argument("--progress", action="store_true", help="log progress to stderr (as -v before the subcommand)")
+        if not verbose_here:
+            sub.add_argument("-v", "--verbose", action=_VerboseHere)
+
+    def positions(sub: argparse.ArgumentParser, first: str) -> None:
+        sub.add_argument(
+            "--start-position", type=_position, metavar="N",
+            help=f"{first} starts at or after byte N of the first FILE; N must be an event's start",
+        )
+        sub.add_argument(
+            "--stop-position", type=_position, metavar="N",
+            help="stop before the event that starts at or after byte N of the last FILE",
+        )
 
     events = commands.add_parser("events", help="list every event")
-    common(events)
+    common(events, verbose_here=True)
     output = events.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="JSON Lines, one object per event")
     output.add_argument(
         "-v", "--verbose-rows", action="store_true",
         help="after each rows event, its rows as mysqlbinlog -v prints them (### UPDATE ..., partial JSON as JSON_REPLACE(...))",
     )
-    events.add_argument("--start-position", type=int, help="first event to show starts at or after this byte")
-    events.add_argument("--stop-position", type=int, help="stop before the event that starts at or after this byte")
+    positions(events, "the first event shown")
     events.add_argument("--skip-unknown", action="store_true", help="report unknown event types as skipped, not as errors")
     events.set_defaults(run=cmd_events)
 
-    verify = commands.add_parser("verify", help="check magic, framing, checksums and event bodies")
+    verify = commands.add_parser(
+        "verify", help="check magic, framing, checksums and event bodies",
+        description="Check magic, framing, checksums and event bodies. Exit status 0 when every file holds, "
+        "1 when one does not, 3 when every file holds but one has no events or ends inside a transaction.",
+    )
     common(verify)
     verify.add_argument("--framing-only", action="store_true", help="check framing and checksums, not event bodies")
     verify.add_argument("--skip-unknown", action="store_true", help="accept unknown event types")
@@ -658,8 +836,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="read text columns of table maps that record no charsets (MySQL before 8.0, MariaDB before 10.5, "
         "binlog_row_metadata=NO_LOG) in this charset, e.g. utf8mb4; values not valid in it stay bytes",
     )
-    rows.add_argument("--start-position", type=int, help="first rows event starts at or after this byte")
-    rows.add_argument("--stop-position", type=int, help="stop before the event that starts at or after this byte")
+    positions(rows, "the first rows event")
     rows.set_defaults(run=cmd_rows)
 
     transactions = commands.add_parser("transactions", help="list transaction boundaries")
@@ -699,23 +876,49 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    args = build_parser().parse_args(list(argv) if argv is not None else None)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    try:
+        args = build_parser().parse_args(list(argv) if argv is not None else None)
+        with _logging(args.verbose or getattr(args, "progress", False)):
+            return _run(args)
+    except KeyboardInterrupt:
+        print("binlog-codec: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace) -> int:
     log.info("binlog-codec %s (%s)", __version__, build_description())
     out = sys.stdout
     try:
         return args.run(args, out)
     except BrokenPipeError:  # the reader of our output went away (| head): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return EXIT_OK
     except BinlogError as exc:
         out.flush()
         print(f"binlog-codec: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
     except OSError as exc:
         out.flush()
         print(f"binlog-codec: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return 1
+        return EXIT_ERROR
+
+
+@contextmanager
+def _logging(verbose: bool) -> Iterator[None]:
+    """``binlog_codec``'s log lines on stderr while the command runs: warnings, and with
+    ``verbose`` progress too. The handler is the command's own, removed after it."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    level, propagate = log.level, log.propagate
+    log.addHandler(handler)
+    log.setLevel(logging.INFO if verbose else logging.WARNING)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+        log.propagate = propagate
 
 
 if __name__ == "__main__":

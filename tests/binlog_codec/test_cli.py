@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+import zstandard
 
+from binlog_codec import cli
 from binlog_codec.cli import main
 from binlog_codec.event_types import EventType
 from binlog_codec.json_diff import JsonDiff
@@ -15,8 +24,10 @@ from binlog_codec.writer import BinlogWriter, JsonUpdate, rows_event_body_for, t
 from cli_run import run
 from fixture_facts import BAD_FILES, expected, good_files, path
 
+REPO = Path(__file__).resolve().parents[2]
 MARIADB = "blackbeam__rust_mysql_common/mariadb-bin.000001"
 COMPRESSED = "blackbeam__rust_mysql_common/transaction_compression.000001"
+AURORA = "osheroff__mysql-binlog-connector-java/mysql-bin.aurora-padding"
 
 
 def test_events_text(capsys):
@@ -60,11 +71,21 @@ def test_events_positions(capsys):
 
 
 def test_verify_good_files(capsys):
+    """Every good fixture holds; the Aurora excerpt ends after its BEGIN: a warning, exit status 3."""
+    cut = path(AURORA)
     status, out, err = run(capsys, "verify", *[path(n) for n in good_files()])
-    assert status == 0 and err == ""
+    assert status == 3
+    assert err == (
+        f"binlog-codec: {cut}: warning: the file ends inside a transaction: the one at 216 "
+        "(GTID ANONYMOUS, 3 events) has no COMMIT, XID or statement end; a copy cut short?\n"
+    )
     assert len(out.splitlines()) == len(good_files())
-    assert all(line.startswith("OK ") for line in out.splitlines())
+    assert [line for line in out.splitlines() if not line.startswith("OK ")] == [
+        f"WARNING {cut}: 5 events, 1294 bytes, checksums CRC32 verified"
+    ]
     assert f"OK {path(COMPRESSED)}: 5 events (+4 inside transaction payloads)" in out
+    others = [path(n) for n in good_files() if n != AURORA]
+    assert run(capsys, "verify", *others)[0] == 0
 
 
 def test_verify_reports_every_bad_file_and_fails(capsys):
@@ -351,3 +372,183 @@ def test_backup_inspect_damaged_image_is_a_located_error(tmp_path, capsys):
     status, out, err = run(capsys, "backup", "inspect", target)
     assert status == 1 and out == ""
     assert err.startswith(f"binlog-codec: {target}: at 15: image ends at 20, inside a fragment of ")
+
+
+# -- several files, positions, inputs, -v, Ctrl-C, verify warnings ------------------------------
+
+SAMPLES = [REPO / "samples" / "mariadb-bin.000001", REPO / "samples" / "mariadb-bin.000002"]
+
+
+def _positions(out: str) -> list[tuple[str, int]]:
+    return [(Path(r["file"]).name, r["pos"]) for r in map(json.loads, out.splitlines())]
+
+
+def test_start_position_is_the_first_files_stop_position_the_last_files(capsys):
+    status, out, err = run(capsys, "events", "--json", "--start-position", 2122, "--stop-position", 1052, *SAMPLES)
+    assert status == 0 and err == ""
+    got = _positions(out)
+    assert got[0] == ("mariadb-bin.000001", 2122) and got[-1] == ("mariadb-bin.000002", 943)
+    assert ("mariadb-bin.000002", 4) in got  # the second file is read from its start
+    status, out, _ = run(capsys, "rows", "--start-position", 2122, "--stop-position", 1052, *SAMPLES)
+    assert status == 0
+    assert [(Path(r["file"]).name, r["pos"]) for r in map(json.loads, out.splitlines())] == [
+        ("mariadb-bin.000001", 2392), ("mariadb-bin.000001", 2392), ("mariadb-bin.000001", 2782),
+        ("mariadb-bin.000001", 3309), ("mariadb-bin.000001", 3644), ("mariadb-bin.000002", 609),
+        ("mariadb-bin.000002", 943),
+    ]
+
+
+def test_one_file_takes_both_positions(capsys):
+    status, out, _ = run(capsys, "events", "--json", "--start-position", 2122, "--stop-position", 2544, SAMPLES[0])
+    assert status == 0 and [pos for _, pos in _positions(out)] == [2122, 2164, 2243, 2392]
+
+
+@pytest.mark.parametrize("command", ["events", "rows"])
+def test_start_position_inside_an_event_is_one_error(capsys, command):
+    status, out, err = run(capsys, command, "--start-position", 2125, *SAMPLES)
+    assert status == 1 and out == ""
+    assert err == (
+        f"binlog-codec: {SAMPLES[0]}: at 2125: start position 2125 is not an event start: it is inside the event "
+        "at 2122 (MARIADB_GTID); the nearest events start at 2122 and 2164 (ANNOTATE_ROWS)\n"
+    )
+
+
+def test_start_positions_the_reader_reports_itself(capsys):
+    size = SAMPLES[0].stat().st_size
+    status, out, _ = run(capsys, "events", "--json", "--start-position", 2, SAMPLES[0])
+    assert status == 0 and _positions(out)[0] == ("mariadb-bin.000001", 4)  # as mariadb-binlog: from the start
+    status, out, _ = run(capsys, "events", "--json", "--start-position", size, SAMPLES[0])
+    assert status == 0 and out == ""
+    status, _, err = run(capsys, "events", "--start-position", size + 1, SAMPLES[0])
+    assert status == 1 and "past the end of the file" in err
+    with pytest.raises(SystemExit) as caught:
+        main(["events", "--start-position", "-1", str(SAMPLES[0])])
+    assert caught.value.code == 2
+    assert "argument --start-position: a byte position is a whole number from 0, not '-1'" in capsys.readouterr().err
+
+
+def test_stdin_is_a_binlog(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(SAMPLES[1].read_bytes())))
+    status, out, err = run(capsys, "events", "--json", "-")
+    assert status == 0 and err == ""
+    assert {r["file"] for r in map(json.loads, out.splitlines())} == {"(stdin)"}
+    assert len(out.splitlines()) == len(run(capsys, "events", "--json", SAMPLES[1])[1].splitlines())
+
+
+def test_stdin_that_is_no_binlog_is_named(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hello")))
+    status, out, err = run(capsys, "verify", "-")
+    assert status == 1 and out == "FAILED (stdin)\n" and err == "binlog-codec: (stdin): at 0: not a binlog file: expected magic fe 62 69 6e, found 68 65 6c 6c\n"
+
+
+@pytest.mark.parametrize("kind", ["gzip", "zstd"])
+def test_compressed_binlogs_are_read(tmp_path, capsys, monkeypatch, kind):
+    data = SAMPLES[0].read_bytes()
+    packed = gzip.compress(data) if kind == "gzip" else zstandard.ZstdCompressor().compress(data)
+    named = tmp_path / f"mariadb-bin.000001.{'gz' if kind == 'gzip' else 'zst'}"
+    unnamed = tmp_path / "mariadb-bin.copy"
+    named.write_bytes(packed)
+    unnamed.write_bytes(packed)
+    want = run(capsys, "rows", SAMPLES[0])[1].replace(str(SAMPLES[0]), "X")
+    for target in (named, unnamed):
+        status, out, err = run(capsys, "rows", target)
+        assert status == 0 and err == "" and out.replace(str(target), "X") == want
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(packed)))
+    status, out, _ = run(capsys, "verify", "-")
+    assert status == 0 and out == "OK (stdin): 36 events, 3781 bytes, checksums CRC32 verified\n"
+
+
+def test_damaged_gzip_is_one_line(tmp_path, capsys):
+    target = tmp_path / "cut.gz"
+    target.write_bytes(gzip.compress(SAMPLES[0].read_bytes())[:200])
+    status, out, err = run(capsys, "events", target)
+    assert status == 1
+    assert err.startswith(f"binlog-codec: {target}: gzip-compressed, and its gzip data does not decompress: ")
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["rows", "verify", "transactions", "metadata"])
+def test_v_after_a_subcommand_without_verbose_output_names_the_progress_options(capsys, command):
+    with pytest.raises(SystemExit) as caught:
+        main([command, "-v", str(SAMPLES[0])])
+    err = capsys.readouterr().err
+    assert caught.value.code == 2
+    assert err.startswith(f"usage: binlog-codec {command} ")
+    assert f"'binlog-codec -v {command} ...' or 'binlog-codec {command} --progress ...'" in err
+
+
+@pytest.mark.parametrize("command", ["events", "rows", "verify", "transactions", "metadata"])
+def test_progress_on_stderr_for_every_file_command(capsys, monkeypatch, command):
+    monkeypatch.setattr(cli, "PROGRESS_INTERVAL", 0.0)
+    size = SAMPLES[0].stat().st_size
+    for options in (["-v", command], [command, "--progress"]):
+        status, out, err = run(capsys, *options, SAMPLES[0])
+        assert status == 0
+        lines = err.splitlines()
+        assert lines[0].startswith("binlog-codec ")  # version and build
+        assert any(re.match(rf"{SAMPLES[0]}: \d+\.\d% \(\d+ of {size} bytes\), [1-9]", line) for line in lines)
+        assert lines[-1].startswith(f"{SAMPLES[0]}: done, {size} bytes, ")
+    status, _, err = run(capsys, command, SAMPLES[0])
+    assert status == 0 and err == ""
+
+
+def test_ctrl_c_exits_130_without_a_traceback():
+    """SIGINT while binlog-codec waits for standard input, once it says it reads it."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "binlog_codec.cli", "-v", "events", "-"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+    )
+    try:
+        assert b"copying standard input" in _stderr_line_with(process, b"copying standard input")
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+        process.stdin.close()
+    assert process.returncode == 130
+    assert b"Traceback" not in err and err.strip().endswith(b"binlog-codec: interrupted")
+
+
+def _stderr_line_with(process: subprocess.Popen, text: bytes) -> bytes:
+    """The first stderr line of ``process`` holding ``text`` (every line up to it, read)."""
+    for line in iter(process.stderr.readline, b""):
+        if text in line:
+            return line
+    return b""
+
+
+def _cut(tmp_path, size: int) -> Path:
+    target = tmp_path / f"cut-{size}.000001"
+    target.write_bytes(SAMPLES[0].read_bytes()[:size])
+    return target
+
+
+def test_verify_warns_of_a_file_that_is_only_the_magic(tmp_path, capsys):
+    target = _cut(tmp_path, 4)
+    status, out, err = run(capsys, "verify", target)
+    assert status == 3
+    assert out == f"WARNING {target}: 0 events, 4 bytes, checksums none (pre-checksum format)\n"
+    assert err == f"binlog-codec: {target}: warning: no events after the 4-byte magic: an empty binlog, or a copy cut short\n"
+
+
+def test_verify_warns_of_a_file_cut_inside_a_transaction(tmp_path, capsys):
+    inside, between = _cut(tmp_path, 2544), _cut(tmp_path, 2879)  # before the XID at 2848; after it
+    status, out, err = run(capsys, "verify", inside, between)
+    assert status == 3
+    assert out.splitlines() == [
+        f"WARNING {inside}: 21 events, 2544 bytes, checksums CRC32 verified",
+        f"OK {between}: 25 events, 2879 bytes, checksums CRC32 verified",
+    ]
+    assert err == (
+        f"binlog-codec: {inside}: warning: the file ends inside a transaction: the one at 2122 (GTID 0-1-5, "
+        "4 events) has no COMMIT, XID or statement end; a copy cut short?\n"
+    )
+    bad = path(sorted(BAD_FILES)[0])
+    assert run(capsys, "verify", inside, bad)[0] == 1  # an error outweighs a warning
+
+
+def test_help_lists_the_exit_statuses(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "exit status:" in out and "130  interrupted" in out and "3    verify:" in out

@@ -24,6 +24,8 @@ from mariadb import (
     REPO_ROOT,
     ReferenceEvent,
     expected_type,
+    mariadb_binlog_path,
+    parse_mariadb_binlog,
     raw_frames,
     raw_gtid_list,
     run_mariadb_binlog,
@@ -577,3 +579,53 @@ def test_compressed_fields_and_texts(compressed_files):
 def test_verify_accepts_compressed_files(compressed_files):
     proc = run_cli("verify", *map(str, compressed_files))
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
+
+
+# ---------------------------------------------------------------------------
+# --start-position and --stop-position over several files
+# ---------------------------------------------------------------------------
+
+SAMPLES = [REPO_ROOT / "samples" / "mariadb-bin.000001", REPO_ROOT / "samples" / "mariadb-bin.000002"]
+
+
+def _reference_positions(files, start: int, stop: int) -> list[int]:
+    """The events mariadb-binlog prints of ``files`` with these positions, less the first
+    file's format description, which it prints whatever the start position."""
+    proc = subprocess.run(
+        [mariadb_binlog_path(), f"--start-position={start}", f"--stop-position={stop}", *map(str, files)],
+        capture_output=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    events = [(e.pos, e.family) for e in parse_mariadb_binlog(proc.stdout.decode("utf-8"))]
+    assert events[0] == (4, "FORMAT_DESCRIPTION")
+    return [pos for pos, _ in events[1:]] if start > 4 else [pos for pos, _ in events]
+
+
+def _codec_positions(files, start: int, stop: int) -> list[int]:
+    proc = run_cli("events", "--json", "--start-position", str(start), "--stop-position", str(stop), *map(str, files))
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return [e["pos"] for e in parse_json_lines(proc.stdout, "events --json with positions")]
+
+
+def test_positions_apply_to_the_first_and_last_file_as_in_mariadb_binlog():
+    """--start-position in the first file, --stop-position in the last, the files between whole."""
+    for start, stop in ((2122, 1052), (4, 1052), (2122, 100000), (3732, 256)):
+        assert _codec_positions(SAMPLES, start, stop) == _reference_positions(SAMPLES, start, stop), (start, stop)
+
+
+def test_positions_over_the_workload_files_as_in_mariadb_binlog(workload_files):
+    first, last = reference_events(workload_files[0]), reference_events(workload_files[-1])
+    start, stop = first[len(first) // 2].pos, last[-1].pos
+    assert _codec_positions(workload_files, start, stop) == _reference_positions(workload_files, start, stop)
+
+
+def test_start_inside_an_event_fails_in_both_tools():
+    """mariadb-binlog prints a garbage event and 'Could not read entry'; binlog-codec says where events start."""
+    theirs = subprocess.run([mariadb_binlog_path(), "--start-position=2125", str(SAMPLES[0])], capture_output=True)
+    assert b"Could not read entry at offset 2125" in theirs.stdout + theirs.stderr
+    ours = run_cli("events", "--start-position", "2125", str(SAMPLES[0]), str(SAMPLES[1]))
+    assert ours.returncode == 1 and ours.stdout == b""
+    assert ours.stderr.decode().splitlines() == [
+        f"binlog-codec: {SAMPLES[0]}: at 2125: start position 2125 is not an event start: it is inside the event "
+        "at 2122 (MARIADB_GTID); the nearest events start at 2122 and 2164 (ANNOTATE_ROWS)"
+    ]
