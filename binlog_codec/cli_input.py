@@ -14,18 +14,15 @@ middle of an event.
 
 from __future__ import annotations
 
-import gzip
 import logging
 import os
 import shutil
 import sys
 import tempfile
-import zlib
 from contextlib import contextmanager
 from typing import BinaryIO, Iterator, NamedTuple
 
-import zstandard
-
+from .compression import COPY_BYTES, compression_of, decompress
 from .errors import BinlogError
 from .event_types import type_name
 from .reader import MAGIC
@@ -34,11 +31,8 @@ log = logging.getLogger(__name__)
 
 STDIN = "-"
 STDIN_NAME = "(stdin)"
-GZIP_MAGIC = b"\x1f\x8b"
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 # The bytes of an event header up to and including event_size, in every binlog version.
 _SIZE_END = 13
-_COPY_BYTES = 1 << 20
 
 
 class BinlogInput(NamedTuple):
@@ -58,46 +52,18 @@ def binlog_input(given: str) -> Iterator[BinlogInput]:
             path = os.path.join(scratch, "stdin")
             log.info("%s: copying standard input to a temporary file", name)
             with open(path, "wb") as target:
-                shutil.copyfileobj(sys.stdin.buffer, target, _COPY_BYTES)
-        kind = _compression(path)
+                shutil.copyfileobj(sys.stdin.buffer, target, COPY_BYTES)
+        kind = compression_of(path)
         if kind is not None:
-            path = _decompressed(path, name, kind, os.path.join(scratch, "decompressed"))
+            decompressed = os.path.join(scratch, "decompressed")
+            decompress(path, decompressed, name=name, kind=kind)
+            path = decompressed
         yield BinlogInput(path, name)
 
 
 def display_name(given: str) -> str:
     """How messages name the binlog the command line names ``given``."""
     return STDIN_NAME if given == STDIN else given
-
-
-def _compression(path: str) -> str | None:
-    """``"gzip"`` or ``"zstd"`` when the file starts with that format's magic, else None."""
-    with open(path, "rb") as stream:
-        head = stream.read(len(ZSTD_MAGIC))
-    if head.startswith(GZIP_MAGIC):
-        return "gzip"
-    if head.startswith(ZSTD_MAGIC):
-        return "zstd"
-    return None
-
-
-def _decompressed(path: str, name: str, kind: str, target: str) -> str:
-    """``target``, written with the decompressed bytes of the ``kind`` file at ``path``."""
-    log.info("%s: %s-compressed, decompressing to a temporary file", name, kind)
-    with open(path, "rb") as compressed, open(target, "wb") as out:
-        try:
-            shutil.copyfileobj(_decompressing(compressed, kind), out, _COPY_BYTES)
-        except (EOFError, OSError, zlib.error, zstandard.ZstdError) as exc:
-            raise BinlogError(
-                f"{kind}-compressed, and its {kind} data does not decompress: {exc}", file=name
-            ) from None
-    return target
-
-
-def _decompressing(stream: BinaryIO, kind: str) -> BinaryIO:
-    if kind == "gzip":
-        return gzip.GzipFile(fileobj=stream)
-    return zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True)
 
 
 def check_event_start(source: BinlogInput, position: int) -> None:

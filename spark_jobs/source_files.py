@@ -25,24 +25,18 @@ binlog and is passed over silently.
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import zstandard
-
+from binlog_codec.compression import GZIP_MAGIC, ZSTD_MAGIC, compression_of, decompress
 from binlog_codec.reader import MAGIC
 from spark_jobs.positions import binlog_name_of
 
 log = logging.getLogger(__name__)
 
-CHUNK_BYTES = 1 << 20
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _INFLATED_RECORD = "_inflated.json"
 
 
@@ -105,7 +99,7 @@ def _kind(path: Path) -> str | None:
     if name is None:
         return "starts with the binlog magic but is not named <base>.<digits>" if start == MAGIC else None
     if name != path.name:
-        expected = _GZIP_MAGIC if path.name.endswith(".gz") else _ZSTD_MAGIC
+        expected = GZIP_MAGIC if path.name.endswith(".gz") else ZSTD_MAGIC
         if start.startswith(expected):
             return "compressed"
         return f"named like a compressed binlog but its bytes start {start.hex(' ') or '(empty)'}, not {expected.hex(' ')}"
@@ -116,16 +110,17 @@ def _kind(path: Path) -> str | None:
 
 
 def _what_it_is(start: bytes) -> str:
-    if start.startswith(_GZIP_MAGIC):
+    if start.startswith(GZIP_MAGIC):
         return " (it is gzip-compressed: name it .gz to have it read)"
-    if start.startswith(_ZSTD_MAGIC):
+    if start.startswith(ZSTD_MAGIC):
         return " (it is Zstandard-compressed: name it .zst to have it read)"
     return ""
 
 
 def inflate(compressed: Path, target: Path) -> Path:
-    """``target``: the decompressed bytes of ``compressed`` (gzip or Zstandard, by its suffix),
-    written through a temporary file; reused when ``compressed`` is unchanged since."""
+    """``target``: the decompressed bytes of ``compressed`` (gzip or Zstandard, by its magic),
+    written through a temporary file; reused when ``compressed`` is unchanged since. Bytes that do
+    not decompress are a :class:`~binlog_codec.errors.BinlogError` naming the file."""
     stamp = _stamp(compressed)
     record_path = target.parent / _INFLATED_RECORD
     record = json.loads(record_path.read_text()) if record_path.exists() else {}
@@ -133,24 +128,14 @@ def inflate(compressed: Path, target: Path) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.partial")
-    log.info("decompressing %s into %s", compressed, target)
     try:
-        with _reader(compressed) as source, open(temporary, "wb") as sink:
-            shutil.copyfileobj(source, sink, CHUNK_BYTES)
+        decompress(compressed, temporary, name=str(compressed), kind=compression_of(compressed))
         os.replace(temporary, target)
-    except (OSError, EOFError, zstandard.ZstdError) as exc:
-        raise ValueError(f"{compressed}: cannot be decompressed as {compressed.suffix}: {exc}") from exc
     finally:
         temporary.unlink(missing_ok=True)
     record[target.name] = stamp
     record_path.write_text(json.dumps(record, indent=1, sort_keys=True))
     return target
-
-
-def _reader(compressed: Path):
-    if compressed.name.endswith(".gz"):
-        return gzip.open(compressed, "rb")
-    return zstandard.ZstdDecompressor().stream_reader(open(compressed, "rb"), closefd=True)
 
 
 def _stamp(path: Path) -> list[int]:
