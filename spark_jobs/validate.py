@@ -48,6 +48,10 @@ from spark_jobs.expectations import (
 from spark_jobs.layout import name_of, path_part, table_folder
 
 log = logging.getLogger(__name__)
+# Great Expectations logs at INFO what only its own developers can act on (each of its functions it
+# skips registering, each field default it looks up, "Loading 'datasources' -> []"): hundreds of lines
+# a run. Its warnings and errors still show.
+logging.getLogger("great_expectations").setLevel(logging.WARNING)
 
 QUALITY = "quality"
 CONTEXT = "gx"

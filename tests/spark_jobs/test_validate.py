@@ -11,6 +11,7 @@ them) passes too, without MariaDB.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -314,3 +315,15 @@ def test_row_changes_no_expectation_checked_fail_the_run(spark, tmp_path):
     assert result.tables[0].failures == ["3 row changes that no expectation checked: the run holds no table version "
                                          "or transaction of the table to check them against"]
     assert verdict(True, 0) == "nothing to check" and verdict(True, 5) == "passed" and verdict(False, 5) == "FAILED"
+
+
+def test_a_validation_logs_what_a_user_can_act_on_not_great_expectations_internals(spark, tmp_path, caplog):
+    run_folder = tmp_path / "run"
+    folder = run_folder / "changes" / "shop" / "orders" / "commit_date=2026-03-02"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({"id": [1]}), folder / "part.parquet")
+    with caplog.at_level(logging.INFO):
+        validate(spark, run_folder=run_folder, warehouse=tmp_path / "warehouse", run_id="quiet")
+    noisy = [r.getMessage() for r in caplog.records if r.name.startswith("great_expectations") and r.levelno < logging.WARNING]
+    assert noisy == []
+    assert any(r.name == "spark_jobs.validate" and "quality FAILED" in r.getMessage() for r in caplog.records)
