@@ -29,6 +29,8 @@ from pyspark.sql import SparkSession
 from . import class_archive
 
 log = logging.getLogger(__name__)
+# py4j logs each connection it closes at INFO: a line per Spark job, nothing to act on.
+logging.getLogger("py4j").setLevel(logging.WARNING)
 
 DEFAULT_MASTER = "local[*]"
 PACKAGES = ("binlog_codec", "spark_jobs")
@@ -88,6 +90,9 @@ def build_session(
     settings["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     if master.startswith("local"):
         settings.update(local_conf())
+        # Local mode talks to itself only: on the loopback interface, without the JVM's warning that
+        # the host name resolves to it and another interface was picked.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     settings.update(conf or {})
     java_options = class_archive.with_archive(settings.get(class_archive.JAVA_OPTIONS))
     if java_options:

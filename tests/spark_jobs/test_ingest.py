@@ -141,3 +141,22 @@ def test_a_run_planned_before_another_commit_is_refused_not_published_twice(spar
         pipeline.publish_run(str(warehouse), stale.run_id)
     assert visible() == after  # its rows are not added a second time
     assert not pipeline.work_folder(warehouse, stale.run_id).exists()  # and it is not tried again
+
+
+def test_the_command_logs_what_a_user_can_act_on(source, tmp_path):
+    """``python -m spark_jobs.ingest`` without SPARK_LOCAL_IP set: no warning about the host name,
+    no py4j chatter; its own progress lines and the summary."""
+    import os
+    import subprocess
+    import sys
+
+    env = {key: value for key, value in os.environ.items() if key != "SPARK_LOCAL_IP"}
+    run = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source), "--warehouse", str(tmp_path / "w"),
+         "--master", "local[2]", "--no-validation"],
+        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "resolves to a loopback address" not in run.stderr and "py4j" not in run.stderr
+    assert "spark_jobs.ingest: run " in run.stderr and run.stdout.startswith("run ")
+    assert "mariadb-bin.index" not in run.stderr  # an index file is no binlog look-alike
