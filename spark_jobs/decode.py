@@ -541,11 +541,13 @@ def decode(
     batch_rows: int = BATCH_ROWS,
     scanned: Mapping[str, Future] | None = None,
     skipped: Mapping[str, AbstractSet[int]] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> DecodeResult:
     """Decode ``files`` (in log order) into ``staging_dir``; see the module docstring.
     ``start_positions``: per file path, the transaction boundary to start at (default 0);
     ``scanned``: transaction scans started ahead (:func:`spark_jobs.splits.scan_ahead`);
-    ``skipped``: per file path, the starts of transactions not to decode (already ingested).
+    ``skipped``: per file path, the starts of transactions not to decode (already ingested);
+    ``sizes``: per file path, how much of it to decode (the size it was planned at).
 
     Raises the ``binlog_codec`` error of the first split (or file) that cannot
     be decoded; nothing new is then visible in ``staging_dir``.
@@ -554,7 +556,8 @@ def decode(
     staging = Path(staging_dir).resolve()
     files = list(files)
     slots = spark.sparkContext.defaultParallelism
-    plan = plan_splits(files, balanced_target(files, target_bytes, slots, start_positions), start_positions, scanned, skipped)
+    plan = plan_splits(files, balanced_target(files, target_bytes, slots, start_positions), start_positions, scanned, skipped,
+                       sizes)
     work_dir = staging / TEMPORARY / uuid.uuid4().hex
     summaries: list[dict[str, Any]] = []
     schemas = checks = None

@@ -334,7 +334,12 @@ def prepare(
         spark, [i.path for i in inputs], work / "staging", target_bytes,
         start_positions={i.path: i.start for i in inputs}, scanned=scans,
         skipped={read.file.path: read.skipped for read in plan.reads},
+        sizes={read.file.path: read.size for read in plan.reads},  # a file written meanwhile: what was planned
     )
+    planned = {read.file.path: read.resume for read in plan.reads}
+    if decoded.resume_positions != planned:  # never checkpoint past or short of what was decoded
+        raise RuntimeError(f"run {run_id}: decoded up to {decoded.resume_positions}, planned {planned}; "
+                           "nothing published, run again")
     keys = primary_keys(decoded)
     result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat(),
                           stream=stream, continuity=plan.state.continuity, gtids=plan.state.gtids,

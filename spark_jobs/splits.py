@@ -278,12 +278,14 @@ def plan_file(
     start: int = 0,
     scanned: Mapping[str, Future] | None = None,
     skipped: AbstractSet[int] = frozenset(),
+    size: int | None = None,
 ) -> FilePlan:
     """Plan one file from ``start`` (0 or a transaction boundary: where an earlier run stopped);
     its splits are numbered from ``first_index``; ``scanned``: scans started ahead (:func:`scan_ahead`);
-    ``skipped``: the starts of transactions to leave out (already ingested, by their GTID)."""
+    ``skipped``: the starts of transactions to leave out (already ingested, by their GTID); ``size``:
+    how much of the file to plan (default: all of it now; a file being written grows meanwhile)."""
     path = os.fspath(path)
-    size = os.stat(path).st_size
+    size = os.stat(path).st_size if size is None else size
     transactions = _from(path, _transactions(path, size, scanned), start)
     unfinished = transactions.pop() if transactions and not transactions[-1].complete else None
     flavour, later = _formats(path, transactions)
@@ -326,11 +328,13 @@ def plan_splits(
     start_positions: Mapping[str, int] | None = None,
     scanned: Mapping[str, Future] | None = None,
     skipped: Mapping[str, AbstractSet[int]] | None = None,
+    sizes: Mapping[str, int] | None = None,
 ) -> SplitPlan:
     """Cut ``files`` (in log order) into splits of about ``target_bytes``; see the module docstring.
     ``start_positions`` maps a file's path to where to start reading it (default 0); ``scanned``:
     the transaction scans :func:`scan_ahead` started, used for the files that have not changed since;
-    ``skipped``: per file path, the starts of transactions to leave out (no split holds them).
+    ``skipped``: per file path, the starts of transactions to leave out (no split holds them);
+    ``sizes``: per file path, how much of it to plan (default: all of it).
 
     Raises the reader's located :class:`~binlog_codec.errors.BinlogError` for a
     file whose framing is broken, ``ValueError`` for a target below one byte or
@@ -344,7 +348,8 @@ def plan_splits(
     for path in paths:
         start = (start_positions or {}).get(path, 0)
         skip = (skipped or {}).get(path, frozenset())
-        plans.append(plan_file(path, target_bytes, sum(len(plan.splits) for plan in plans), start, scanned, skip))
+        plans.append(plan_file(path, target_bytes, sum(len(plan.splits) for plan in plans), start, scanned, skip,
+                               (sizes or {}).get(path)))
     plan = SplitPlan(plans)
     log.info(
         "planned %d files: %d splits, %d transactions, %d bytes (target %d bytes per split)",

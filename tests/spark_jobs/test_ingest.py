@@ -160,3 +160,32 @@ def test_the_command_logs_what_a_user_can_act_on(source, tmp_path):
     assert "resolves to a loopback address" not in run.stderr and "py4j" not in run.stderr
     assert "spark_jobs.ingest: run " in run.stderr and run.stdout.startswith("run ")
     assert "mariadb-bin.index" not in run.stderr  # an index file is no binlog look-alike
+
+
+def test_a_file_that_grows_while_a_run_reads_it_is_read_as_planned_then_on(spark, tmp_path, monkeypatch):
+    """The server writes on between planning and decoding: the run decodes what it planned and
+    checkpoints there; the next run reads the rest. Every row change once."""
+    from binlog_codec.rows import read_rows
+    from binlog_codec.transactions import scan_transactions
+
+    whole = SAMPLES[0].read_bytes()
+    cut = list(scan_transactions(SAMPLES[0]))[3].end
+    source, warehouse = tmp_path / "source", tmp_path / "warehouse"
+    source.mkdir()
+    binlog = source / SAMPLES[0].name
+    binlog.write_bytes(whole[:cut])
+    real_decode = pipeline.decode
+
+    def written_on_meanwhile(*args, **kwargs):
+        binlog.write_bytes(whole)
+        return real_decode(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "decode", written_on_meanwhile)
+    first = pipeline.ingest(str(source), str(warehouse), spark=spark, validation=False)
+    monkeypatch.undo()
+    assert first.ends == {binlog.name: cut}
+    assert publish.read_checkpoint(warehouse)[str(source.resolve())]["position"] == cut
+    second = pipeline.ingest(str(source), str(warehouse), spark=spark, validation=False)
+    assert [(i.name, i.start) for i in second.inputs] == [(binlog.name, cut)]
+    logged = len(list(read_rows(str(SAMPLES[0]))))
+    assert sum(first.rows.values()) + sum(second.rows.values()) == logged

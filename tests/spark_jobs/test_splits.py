@@ -243,3 +243,15 @@ def test_a_scan_made_ahead_plans_what_a_scan_made_then_does(tmp_path, monkeypatc
     with pytest.raises(TruncatedError) as caught:
         plan_splits([broken], scanned=ahead)
     assert caught.value.file == str(broken)
+
+
+def test_a_planned_size_bounds_the_plan_of_a_file_that_grew(tmp_path):
+    """A file written on after the stream planned it is cut where it was planned."""
+    from binlog_codec.corpus import write_corpus
+
+    path = tmp_path / "binlog.000001"
+    write_corpus(path, transactions=40, seed=3)
+    ends = [t.end for t in scan_transactions(str(path))]
+    plan = plan_splits([path], 1 << 20, sizes={str(path): ends[9]})
+    assert plan.resume_positions == {str(path): ends[9]}
+    assert sum(split.transactions for split in plan) == 10 and plan[-1].end == ends[9]
