@@ -40,7 +40,7 @@ from typing import Callable
 import pyarrow.parquet as pq
 
 from spark_jobs import refusals
-from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, is_binlog_name, log_order
+from spark_jobs.positions import CheckpointFileMissing, MissingFiles, after_checkpoint, is_binlog_name, log_order
 from spark_jobs.publish import read_checkpoint
 
 log = logging.getLogger(__name__)
@@ -199,6 +199,8 @@ def lag(committed: StreamStatus, objects: list[tuple[str, int]]) -> StreamStatus
     except CheckpointFileMissing:
         return _unknown(committed, f"the checkpoint's file {committed.checkpoint_file} is no longer in the source",
                         newest=(newest, newest_size))
+    except MissingFiles as gap:  # the next run refuses it; the view says so rather than fail
+        return _unknown(committed, gap.problem, newest=(newest, newest_size))
     return replace(
         committed, newest_object=newest, newest_size=newest_size,
         lag_files=len(pending), lag_bytes=sum(size - start for (_, size), start in pending),

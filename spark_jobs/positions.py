@@ -137,13 +137,17 @@ def check_continuous(names: Sequence[str], where: str = "the source", accept_gap
     """Raise :class:`MissingFiles` when ``names`` (in log order) skip a file, unless ``accept_gap``."""
     missing = missing_between(names)
     if missing and not accept_gap:
-        raise MissingFiles(
-            f"{where} lacks {', '.join(missing)} between {names[0]} and {names[-1]}: reading on would lose "
-            "their transactions",
-            "Bring the missing files into the source (a compressed copy, .gz or .zst, is read as the file), or "
-            + ACCEPT_GAP,
-            missing,
-        )
+        raise missing_files(where, missing, names[0], names[-1])
+
+
+def missing_files(where: str, missing: list[str], before: str, after: str) -> MissingFiles:
+    """The refusal of a log that lacks the files ``missing`` between ``before`` and ``after``."""
+    return MissingFiles(
+        f"{where} lacks {', '.join(missing)} between {before} and {after}: reading on would lose their transactions",
+        "Bring the missing files into the source (a compressed copy, .gz or .zst, is read as the file), or "
+        + ACCEPT_GAP,
+        missing,
+    )
 
 
 def _some(names: Sequence[str], most: int = 8) -> str:

@@ -55,7 +55,7 @@ from binlog_codec.gtid_set import GtidSet
 from binlog_codec.reader import BinlogReader
 from binlog_codec.transactions import Transaction
 from spark_jobs.positions import (
-    ACCEPT_GAP, CheckpointFileMissing, ContinuityError, MissingFiles, log_order, missing_between,
+    ACCEPT_GAP, CheckpointFileMissing, ContinuityError, log_order, missing_between, missing_files,
 )
 from spark_jobs.source_files import SourceFile
 
@@ -405,13 +405,7 @@ class _Planner:
         if not gap:
             return
         if ACCEPT_GAP_CHOICE not in self.accept:
-            raise MissingFiles(
-                f"{self.source} lacks {', '.join(gap)} between {previous} and {file.name}: reading on would lose "
-                "their transactions",
-                "Bring the missing files into the source (a compressed copy, .gz or .zst, is read as the file), "
-                "or " + ACCEPT_GAP,
-                gap,
-            )
+            raise missing_files(self.source, gap, previous, file.name)
         self.accepted.append(f"missing files {', '.join(gap)}")
 
     def _rotate_to(self, previous: str | None, reads: list[FileRead]) -> str | None:

@@ -118,6 +118,14 @@ def test_lag_counts_the_unread_rest_of_the_checkpoint_file_and_every_later_file(
     assert (caught_up.lag_files, caught_up.lag_bytes) == (0, 0)
 
 
+def test_a_gap_in_the_source_is_shown_as_the_reason_the_lag_is_unknown():
+    committed = StreamStatus("db1", "s3://logs/db1", "mariadb-bin.000009", 1000)
+    gapped = lag(committed, [("mariadb-bin.000009", 1500), ("mariadb-bin.000011", 300)])
+    assert gapped.lag_files is None and gapped.newest_object == "mariadb-bin.000011"
+    assert gapped.unknown_reason == "the source lacks mariadb-bin.000010 between mariadb-bin.000009 and " \
+                                    "mariadb-bin.000011: reading on would lose their transactions"
+
+
 def test_log_order_is_numeric_and_the_index_file_is_not_a_binlog(tmp_path):
     for name, size in [("mariadb-bin.999999", 10), ("mariadb-bin.1000000", 20), ("mariadb-bin.index", 5)]:
         (tmp_path / name).write_bytes(b"x" * size)
