@@ -140,7 +140,7 @@ class FileRead:
     size: int
     skipped: frozenset[int] = frozenset()
     kept: int = 0
-    tail: int = 0  # where the file's last complete transaction ends: the events after it link to the next file
+    rotate_to: str | None = None  # the next file its ROTATE event names, once the file is read to its end
 
 
 @dataclass
@@ -414,7 +414,7 @@ class _Planner:
             return None
         for read in reads:
             if read.file.name == previous:
-                return rotate_target(read.file.path, read.tail)
+                return read.rotate_to
         entry = (self.state.files if self.state else {}).get(previous)
         return entry.get("rotate_to") if entry else None
 
@@ -448,8 +448,9 @@ class _Planner:
         if skipped:
             log.info("%s: %d transactions already read (their GTIDs are in the stream's set), skipped",
                      file.name, len(skipped))
-        tail = complete[-1].end if complete else start
-        return FileRead(file, identity, start, resume, size, frozenset(skipped), len(kept), tail), running, last
+        tail = complete[-1].end if complete else start  # the events after it link to the next file
+        rotate_to = rotate_target(file.path, tail) if resume >= size else None
+        return FileRead(file, identity, start, resume, size, frozenset(skipped), len(kept), rotate_to), running, last
 
     def _check_may_skip(self, file: SourceFile, transaction: Transaction, gtid: str, running: GtidSet) -> None:
         """Only files entered by GTID may hold transactions the stream has read."""
@@ -473,16 +474,23 @@ class _Planner:
     # -- checks and the state after ------------------------------------------------
 
     def _check_not_read_elsewhere(self, reads: list[FileRead], others: Mapping[str, StreamState]) -> None:
+        """No file to read is one another stream has read, whatever its name there: files are
+        known by their head (its length and digest)."""
+        read_by = {
+            (entry["identity"]["head_bytes"], entry["identity"]["head"]): (name, other, file_name)
+            for name, other in others.items() if name != self.stream
+            for file_name, entry in other.files.items()
+        }
         for read in reads:
-            for name, other in others.items():
-                entry = other.files.get(read.file.name) if name != self.stream else None
-                if entry and same_file(FileIdentity.from_json(entry["identity"]), read.file.path):
-                    raise AlreadyIngested(
-                        f"{self.source}: {read.file.name} ({read.identity.describe()}) was read by the stream {name!r} "
-                        f"(from {other.source}) already; reading it again into the same warehouse would add its "
-                        "changes twice",
-                        f"To go on with that log from this source, run with --stream {name!r} (DAG param stream)",
-                    )
+            found = read_by.get((read.identity.head_bytes, read.identity.head))
+            if found:
+                name, other, file_name = found
+                raise AlreadyIngested(
+                    f"{self.source}: {read.file.name} ({read.identity.describe()}) was read by the stream {name!r} "
+                    f"(from {other.source}{'' if file_name == read.file.name else f', as {file_name}'}) already; "
+                    "reading it again into the same warehouse would add its changes twice",
+                    f"To go on with that log from this source, run with --stream {name!r} (DAG param stream)",
+                )
 
     def _state_after(self, reads, running, last) -> StreamState:
         if not reads:
@@ -491,7 +499,7 @@ class _Planner:
         for read in reads:
             files[read.file.name] = {
                 "identity": read.identity.to_json(), "position": read.resume, "stamp": _stamp(read.file.path),
-                "rotate_to": rotate_target(read.file.path, read.tail) if read.resume >= read.size else None,
+                "rotate_to": read.rotate_to,
             }
         uses_gtids = bool(running)
         return StreamState(

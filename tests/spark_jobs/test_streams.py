@@ -280,3 +280,22 @@ def test_a_second_series_in_one_source_is_read_only_where_it_starts_where_the_fi
         plan(overlapping)
     following = folder_of(tmp_path, "following", {"a.000001": SAMPLES[0], "b.000002": SAMPLES[1]})
     assert [r.file.name for r in plan(following).reads] == ["a.000001", "b.000002"]
+
+
+def test_files_another_stream_read_are_refused_under_other_names_too(both, tmp_path):
+    other = after(plan(both, stream="first"))
+    renamed = folder_of(tmp_path, "renamed", {"archived-bin.000007": SAMPLES[0]})
+    with pytest.raises(AlreadyIngested, match=r"archived-bin.000007 .* was read by the stream 'first' \(from .*, "
+                                              r"as mariadb-bin.000001\) already"):
+        plan(renamed, stream="second", others={"first": other})
+    other_log = folder_of(tmp_path, "other", {"mariadb-bin.000001": fixture(MYSQL_FIXTURE)})  # same name, other log
+    assert plan(other_log, stream="second", others={"first": other}).reads
+
+
+def test_a_next_file_its_predecessors_rotate_does_not_name_is_a_gap_without_gtids(tmp_path):
+    folder = folder_of(tmp_path, "source", {"x.000001": SAMPLES[0]})  # its ROTATE names mariadb-bin.000002
+    state = after(plan(folder))
+    state.gtids, state.last = None, None
+    (folder / "x.000002").write_bytes(SAMPLES[1].read_bytes())
+    with pytest.raises(MissingFiles, match=r"lacks mariadb-bin.000002 \(the file x.000001's ROTATE event names it\)"):
+        plan(folder, state)
