@@ -110,7 +110,7 @@ _TOKEN = re.compile(
     r"""
       (?P<space>\s+)
     | (?P<version_open>/\*!\d*)          # /*!80023 INVISIBLE */: its text is part of the statement
-    | (?P<comment>/\*.*?\*/)
+    | (?P<comment>/\*.*?\*/|--(?=\s|$)[^\n]*|\#[^\n]*)   # /* */, "-- " and "#" comments
     | (?P<comment_close>\*/)
     | (?P<ident>`(?:[^`]|``)*`)
     | (?P<string>'(?:[^'\\]|\\.|'')*')
@@ -126,27 +126,28 @@ _ESCAPES = {"0": "\0", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "Z": "\x1a", 
 @dataclass(frozen=True)
 class Token:
     """One token: ``kind`` (ident, string, word, op), its ``text`` (unquoted for ident and string),
-    the line it starts on and whether whitespace precedes it."""
+    the line it starts on, whether whitespace precedes it and its offset in the statement."""
 
     kind: str
     text: str
     line: int
     spaced: bool
+    offset: int = 0
 
     def is_word(self, *words: str) -> bool:
         return self.kind == "word" and self.text.upper() in words
 
 
 def _unquoted_string(quoted: str) -> str:
-    """A single-quoted SQL string: ``''`` is a quote, backslash escapes as MySQL reads them."""
-    body, out, i = quoted[1:-1], [], 0
+    """A quoted SQL string: a doubled quote is a quote, backslash escapes as MySQL reads them."""
+    quote, body, out, i = quoted[0], quoted[1:-1], [], 0
     while i < len(body):
         char = body[i]
         if char == "\\" and i + 1 < len(body):
             out.append(_ESCAPES.get(body[i + 1], body[i + 1]))
             i += 2
-        elif char == "'" and body[i + 1 : i + 2] == "'":
-            out.append("'")
+        elif char == quote and body[i + 1 : i + 2] == quote:
+            out.append(quote)
             i += 2
         else:
             out.append(char)
@@ -154,26 +155,56 @@ def _unquoted_string(quoted: str) -> str:
     return "".join(out)
 
 
-def tokens(statement: str) -> list[Token]:
-    """The tokens of ``statement``; comments dropped, the text of ``/*!NNNNN ... */`` kept."""
+def tokens(statement: str, *, ansi_quotes: bool = True) -> list[Token]:
+    """The tokens of ``statement``; comments dropped, the text of ``/*!NNNNN ... */`` kept.
+    A double-quoted text is an identifier with ``ansi_quotes`` (sql_mode ANSI_QUOTES), else a string."""
     found: list[Token] = []
     line, spaced = 1, True
     for match in _TOKEN.finditer(statement):
-        kind, text = match.lastgroup, match.group()
+        kind, text, offset = match.lastgroup, match.group(), match.start()
         if kind == "ident":
-            found.append(Token("ident", text[1:-1].replace("``", "`"), line, spaced))
-        elif kind == "dquoted":  # an identifier under ANSI_QUOTES
-            found.append(Token("ident", text[1:-1].replace('""', '"'), line, spaced))
-        elif kind == "string":
-            found.append(Token("string", _unquoted_string(text), line, spaced))
+            found.append(Token("ident", text[1:-1].replace("``", "`"), line, spaced, offset))
+        elif kind == "dquoted" and ansi_quotes:
+            found.append(Token("ident", text[1:-1].replace('""', '"'), line, spaced, offset))
+        elif kind in ("string", "dquoted"):
+            found.append(Token("string", _unquoted_string(text), line, spaced, offset))
         elif kind in ("word", "op"):
-            found.append(Token(kind, text, line, spaced))
+            found.append(Token(kind, text, line, spaced, offset))
         spaced = kind in ("space", "comment", "version_open", "comment_close") or (kind == "op" and text == ",")
         line += text.count("\n")
     return found
 
 
+def _quoted(text: str, quote: str) -> str:
+    escaped = text.replace("\\", "\\\\") if quote == "'" else text
+    return quote + escaped.replace(quote, quote * 2) + quote
+
+
+def sql_text(items: list[Token]) -> str:
+    """``items`` written back as SQL: identifiers in backquotes, strings in single quotes, a
+    space where the statement had one (so that ``tokens(sql_text(items))`` gives the same texts)."""
+    parts = []
+    for token in items:
+        if parts and token.spaced:
+            parts.append(" ")
+        if token.kind == "ident":
+            parts.append(_quoted(token.text, "`"))
+        elif token.kind == "string":
+            parts.append(_quoted(token.text, "'"))
+        else:
+            parts.append(token.text)
+    return "".join(parts)
+
+
 # -- reading tokens ----------------------------------------------------------------
+
+
+class DefinitionError(ValueError):
+    """Text the grammar does not read; ``token`` is where (None for an empty statement)."""
+
+    def __init__(self, message: str, token: Token | None) -> None:
+        super().__init__(message)
+        self.token = token
 
 
 class Reader:
@@ -246,9 +277,9 @@ class Reader:
         text = self.lines[number - 1].strip() if 0 < number <= len(self.lines) else ""
         return f"line {number} ({text!r})"
 
-    def error(self, message: str, token: Token | None = None) -> ValueError:
+    def error(self, message: str, token: Token | None = None) -> DefinitionError:
         token = token or self.peek() or (self.items[-1] if self.items else None)
-        return ValueError(f"{self.where(token)}: {message}")
+        return DefinitionError(f"{self.where(token)}: {message}", token)
 
 
 def _split(items: list[Token]) -> list[list[Token]]:
@@ -282,6 +313,10 @@ class ColumnSpec:
     not_null: bool = False
     invisible: bool = False
     primary_key: bool = False
+    default: list[Token] | None = None  # the tokens after DEFAULT
+    auto_increment: bool = False
+    generated: list[Token] | None = None  # the expression of GENERATED ALWAYS AS (...)
+    binary: bool = False  # the BINARY attribute: the _bin collation of the column's character set
 
 
 @dataclass
@@ -295,6 +330,10 @@ class Table:
     hash_keys: int = 0  # MariaDB's UNIQUE ... USING HASH keys
     charset: str | None = None
     collation: str | None = None
+    database: str | None = None  # as the statement qualifies the name
+    temporary: bool = False
+    if_not_exists: bool = False
+    or_replace: bool = False
 
 
 _INTEGERS = {
@@ -349,12 +388,12 @@ class _Builder:
         )
 
     def collation(self, spec: ColumnSpec) -> charsets.Collation:
-        """COLLATE, else the default of CHARACTER SET, else the table's collation."""
+        """COLLATE, else the default of CHARACTER SET (its ``_bin`` collation with the BINARY
+        attribute), else the table's collation."""
         if spec.collation:
             return collation_named(spec.collation, self.flavour)
-        if spec.charset:
-            return default_collation(spec.charset, self.flavour)
-        return self.table_collation(spec)
+        found = default_collation(spec.charset, self.flavour) if spec.charset else self.table_collation(spec)
+        return collation_named(f"{found.charset}_bin", self.flavour) if spec.binary else found
 
     def column(self, index: int, spec: ColumnSpec) -> Column:
         name = spec.type_name
@@ -481,7 +520,7 @@ class _Builder:
 
 _KEY_WORDS = ("PRIMARY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL", "CONSTRAINT", "FOREIGN", "CHECK", "PERIOD",
               "VECTOR")
-_SKIPPED_ATTRIBUTES = ("AUTO_INCREMENT", "VISIBLE", "SERIAL")
+_SKIPPED_ATTRIBUTES = ("VISIBLE",)
 _ATTRIBUTES_WITH_VALUE = ("COLUMN_FORMAT", "STORAGE", "SRID", "REF_SYSTEM_ID", "ENGINE_ATTRIBUTE",
                           "SECONDARY_ENGINE_ATTRIBUTE", "COMMENT")
 
@@ -491,9 +530,15 @@ def _adjacent_op(reader: Reader, *ops: str) -> bool:
     return token is not None and not token.spaced and token.kind == "op" and token.text in ops
 
 
+def _value(reader: Reader) -> list[Token]:
+    """The tokens of one DEFAULT or ON UPDATE value: a literal (with a sign, a charset introducer
+    or a b/x prefix), a function call, or an expression in parentheses."""
+    start = reader.pos
+    _skip_value(reader)
+    return reader.items[start : reader.pos]
+
+
 def _skip_value(reader: Reader) -> None:
-    """One DEFAULT or ON UPDATE value: a literal (with a sign, a charset introducer or a b/x
-    prefix), a function call, or an expression in parentheses."""
     token = reader.peek()
     if token is not None and token.kind == "op" and token.text == "(":
         reader.group()
@@ -512,14 +557,19 @@ def _skip_value(reader: Reader) -> None:
             reader.group()  # current_timestamp(), nextval(...)
         elif after.kind == "string":
             reader.next("a string")  # _utf8mb4'x', b'101', x'FF'
+    elif token.is_word("DATE", "TIME", "TIMESTAMP") and after is not None and after.kind == "string":
+        reader.next("a string")  # DATE '2024-01-01'
+    while token.kind == "string" and reader.peek() is not None and reader.peek().kind == "string":
+        token = reader.next("a string")  # 'a' 'b' is 'ab'
 
 
-def _skip_generated(reader: Reader) -> None:
-    """``[GENERATED ALWAYS] AS (expr) [VIRTUAL|STORED|PERSISTENT]`` after GENERATED or AS."""
+def _generated(reader: Reader) -> list[Token]:
+    """``[GENERATED ALWAYS] AS (expr) [VIRTUAL|STORED|PERSISTENT]`` after GENERATED or AS: expr."""
     if reader.take_word("ALWAYS"):
         reader.expect_word("AS")
-    reader.group()
+    expression = reader.group()
     reader.take_word("VIRTUAL", "STORED", "PERSISTENT")
+    return expression
 
 
 def _attribute(reader: Reader, spec: ColumnSpec) -> None:
@@ -542,12 +592,20 @@ def _attribute(reader: Reader, spec: ColumnSpec) -> None:
     elif word == "NULL":
         spec.not_null = False
     elif word == "DEFAULT":
-        _skip_value(reader)
+        spec.default = _value(reader)
     elif word == "ON":
         reader.expect_word("UPDATE")
         _skip_value(reader)
     elif word in ("GENERATED", "AS"):
-        _skip_generated(reader)
+        spec.generated = _generated(reader)
+    elif word == "AUTO_INCREMENT":
+        spec.auto_increment = True
+    elif word == "SERIAL":  # SERIAL DEFAULT VALUE: NOT NULL AUTO_INCREMENT UNIQUE
+        reader.expect_word("DEFAULT")
+        reader.expect_word("VALUE")
+        spec.not_null = spec.auto_increment = True
+    elif word == "BINARY":
+        spec.binary = True
     elif word == "CHECK":
         reader.group()
     elif word == "INVISIBLE":
@@ -585,6 +643,8 @@ def _column_spec(reader: Reader) -> ColumnSpec:
     if token is not None and token.kind == "op" and token.text == "(":
         arguments = reader.group()
     spec = ColumnSpec(name, reader.where(name_token), type_name, arguments)
+    if type_name == "SERIAL":  # BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
+        spec.unsigned = spec.not_null = spec.auto_increment = True
     while reader.peek() is not None:
         _attribute(reader, spec)
     return spec
@@ -652,31 +712,70 @@ def _table_options(items: list[Token], table: Table, lines: list[str]) -> None:
             table.collation = reader.name("a collation")
 
 
-def _statement(statement: str) -> Table:
-    """The table name, column definitions, keys and charset options of a CREATE TABLE statement."""
-    lines = statement.splitlines() or [""]
-    items = tokens(statement)
-    reader = Reader(items, lines, "statement")
+def _name_parts(token: Token) -> list[str | None]:
+    """An identifier, or an unquoted word cut at its dots (None for each dot)."""
+    if token.kind == "ident":
+        return [token.text]
+    parts: list[str | None] = []
+    for index, piece in enumerate(token.text.split(".")):
+        parts += ([None] if index else []) + ([piece] if piece else [])
+    return parts
+
+
+def qualified_name(reader: Reader, what: str) -> tuple[str | None, str]:
+    """``name`` or ``db.name``, quoted or not: (the database or None, the name)."""
+    token = reader.next(what)
+    if token.kind not in ("ident", "word"):
+        raise reader.error(f"expected {what}, found {token.text!r}", token)
+    parts = _name_parts(token)
+    while parts[-1] is None or _adjacent_op(reader, ".") or _adjacent_dotted(reader):
+        token = reader.next(what)
+        parts += [None] if token.kind == "op" else _name_parts(token)
+    names = [part for part in parts if part is not None]
+    if len(names) != len(parts) - len(names) + 1 or len(names) > 2:
+        raise reader.error(f"expected {what}, found {'.'.join(names)!r}", token)
+    return (names[0], names[1]) if len(names) == 2 else (None, names[0])
+
+
+def _adjacent_dotted(reader: Reader) -> bool:
+    token = reader.peek()
+    return token is not None and not token.spaced and token.kind == "word" and token.text.startswith(".")
+
+
+def table_head(reader: Reader) -> Table:
+    """``CREATE [OR REPLACE] [TEMPORARY] TABLE [IF NOT EXISTS] [db.]name``: the table, so far
+    without columns ("CREATE TABLE Statement" in the MySQL and MariaDB manuals)."""
     reader.expect_word("CREATE")
-    if reader.take_word("OR"):
+    or_replace = reader.take_word("OR")
+    if or_replace:
         reader.expect_word("REPLACE")
-    reader.take_word("TEMPORARY")
+    temporary = reader.take_word("TEMPORARY")
     reader.expect_word("TABLE")
-    if reader.take_word("IF"):
+    if_not_exists = reader.take_word("IF")
+    if if_not_exists:
         reader.expect_word("NOT")
         reader.expect_word("EXISTS")
-    name = reader.name("a table name")
-    if reader.take_op("."):
-        name = reader.name("a table name")
+    database, name = qualified_name(reader, "a table name")
+    return Table(name, database=database, temporary=temporary, if_not_exists=if_not_exists, or_replace=or_replace)
+
+
+def table_body(reader: Reader, table: Table) -> None:
+    """``(create_definition, ...) [table_options]`` after the table's name, read into ``table``."""
     token = reader.peek()
     if token is None or token.kind != "op" or token.text != "(":
         raise reader.error("expected '(' and the column definitions", token)
-    table = Table(name)
     for definition in _split(reader.group()):
-        _definition(definition, table, lines)
-    _table_options(items[reader.pos :], table, lines)
+        _definition(definition, table, reader.lines)
+    _table_options(reader.items[reader.pos :], table, reader.lines)
     if not table.columns:
         raise reader.error("expected at least one column definition")
+
+
+def _statement(statement: str) -> Table:
+    """The table name, column definitions, keys and charset options of a CREATE TABLE statement."""
+    reader = Reader(tokens(statement), statement.splitlines() or [""], "statement")
+    table = table_head(reader)
+    table_body(reader, table)
     return table
 
 
