@@ -59,6 +59,8 @@ PARAMS = {
     params=PARAMS,
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
     tags=["binlake"],
+    description="Start a warehouse from a backup image: its rows into current/, its binlog position the "
+    "checkpoint binlog_ingest goes on from",
     doc_md=__doc__,
 )
 def backup_bootstrap():

@@ -29,6 +29,15 @@ schedule, the parameters and the wiring.
   kept in its run record: ``accept_gap`` (go on over missing files or GTIDs)
   and ``accept_new_series`` (take a replaced log, after ``RESET MASTER`` or a
   restore, as a new one).
+- **Assets.** ``publish`` emits one asset event per table the run published
+  row changes of, through the asset alias ``binlake_tables``, on the table's
+  Asset ``binlake://localhost/<warehouse folder>/<database>/<table>`` (name and
+  URI alike, :func:`plugins.ingest_tasks.table_asset`); the event's extra has
+  ``database``, ``table``, ``rows``, ``run_id`` and ``warehouse``. A DAG
+  scheduled on one such Asset runs after each run that changed the table; one
+  scheduled on ``AssetAlias("binlake_tables")`` after each run that changed
+  any (``dags/binlake_downstream_example.py``). A run with nothing new emits
+  no event.
 - **Refusals.** A source that does not continue the stream (a gap, a replaced
   file, reused GTIDs, files another stream has read) fails the run at once,
   without retries and with nothing published; the log says what is wrong and
@@ -39,11 +48,12 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from airflow.sdk import CronDataIntervalTimetable, Param, Variable, chain, dag, get_current_context, task
+from airflow.sdk import AssetAlias, CronDataIntervalTimetable, Param, Variable, chain, dag, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 SOURCE_VARIABLE = "binlake_source_uri"
 BACKFILL_RUN = "backfill"  # the run type of airflow backfill create and the UI's backfill
+TABLES = AssetAlias("binlake_tables")  # an asset event per table a run published row changes of
 
 PARAMS = {
     "source_uri": Param(
@@ -98,6 +108,8 @@ PARAMS = {
     params=PARAMS,
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30)},
     tags=["binlake"],
+    description="Binlog files from S3 or a folder into the binlake warehouse: new row changes after the "
+    "checkpoint, validated, published atomically; an asset event per changed table",
     doc_md=__doc__,
 )
 def binlog_ingest():
@@ -169,12 +181,14 @@ def binlog_ingest():
         except QualityFailed as failed:
             raise AirflowFailException(str(failed)) from failed
 
-    @task
-    def publish(discovered: dict, prepared: dict) -> dict | None:
-        """The atomic commit of the run's data and the new checkpoint."""
+    @task(outlets=[TABLES])
+    def publish(discovered: dict, prepared: dict, outlet_events=None) -> dict | None:
+        """The atomic commit of the run's data and the new checkpoint; an asset event per changed table."""
         from plugins import ingest_tasks
 
-        return ingest_tasks.publish_run(discovered["warehouse"], prepared["run_id"])
+        published = ingest_tasks.publish_run(discovered["warehouse"], prepared["run_id"])
+        ingest_tasks.announce_tables(outlet_events[TABLES], discovered["warehouse"], prepared)
+        return published
 
     @task(trigger_rule="none_failed")
     def report(discovered: dict, prepared: dict | None, quality: dict | None) -> dict:

@@ -18,6 +18,11 @@ one can be called from a plain Python process or a test. A DAG run goes:
 6. :func:`report` — one line per table, the quality outcome and where the Data
    Docs are.
 
+The ``publish`` task also tells Airflow which tables changed: one asset event
+per table the run published row changes of (:func:`announce_tables`), on the
+Asset :func:`table_asset` names, so that downstream DAGs can be scheduled on a
+table or on any of them.
+
 Every step can be repeated after a failure: staging resumes and verifies what
 is already there, the run id is derived from the input, ``prepare`` rebuilds
 the run's work folder, and publishing a published run does nothing. What the
@@ -37,7 +42,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Iterator
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 from plugins import settings
 from plugins.object_store import ObjectStore, open_store
@@ -285,4 +290,66 @@ def report_lines(summary: dict) -> list[str]:
         lines.append(f"quality: {verdict(quality['success'], quality['expectations'])} "
                      f"({quality['expectations']} expectations); Data Docs: {quality['data_docs']}")
     lines.append(f"stream {summary['stream']} now at {position_text(summary['checkpoint'])}")
+    return lines
+
+
+# ---------------------------------------------------------------- the tables as Airflow Assets
+
+ASSET_SCHEME = "binlake"
+ASSET_HOST = "localhost"  # the warehouse is a folder of this machine, as in file://localhost/path
+
+
+def table_asset_uri(warehouse: str | Path, database: str, table: str) -> str:
+    """The URI of one warehouse table's Asset:
+    ``binlake://localhost/<warehouse folder>/<database>/<table>``.
+
+    The folder is the warehouse's absolute path as the DAG resolves it (:func:`warehouse_of`);
+    the database and the table are percent-encoded, so they are always the last two segments.
+    The ``localhost`` host keeps the URI as written: Airflow shortens ``binlake:///path`` to
+    ``binlake:/path``."""
+    folder = quote(str(warehouse_of(str(warehouse))), safe="/")
+    return f"{ASSET_SCHEME}://{ASSET_HOST}{folder}/{quote(database, safe='')}/{quote(table, safe='')}"
+
+
+def table_asset(warehouse: str | Path, database: str, table: str):
+    """The Airflow ``Asset`` of one warehouse table, named by its URI (:func:`table_asset_uri`):
+    what ``binlog_ingest`` emits events on, and what a downstream DAG schedules on."""
+    from airflow.sdk import Asset
+
+    uri = table_asset_uri(warehouse, database, table)
+    return Asset(name=uri, uri=uri)
+
+
+def published_tables(prepared: dict | None) -> dict[str, int]:
+    """``{"db.table": row changes}`` of the tables a prepared run publishes rows of (none when
+    the run had nothing to do)."""
+    if not prepared or not prepared.get("run_id"):
+        return {}
+    return {name: rows for name, rows in sorted(prepared.get("rows", {}).items()) if rows > 0}
+
+
+def announce_tables(events, warehouse: str | Path, prepared: dict | None) -> list[str]:
+    """Adds one asset event per table with published row changes to ``events`` (the publish
+    task's ``outlet_events[alias]``), its extra saying which table, how many row changes and
+    which run; a run that published nothing adds none. Returns the URIs announced."""
+    uris = []
+    for name, rows in published_tables(prepared).items():
+        database, table = name.split(".", 1)
+        asset = table_asset(warehouse, database, table)
+        events.add(asset, extra={"database": database, "table": table, "rows": rows,
+                                 "run_id": prepared["run_id"], "warehouse": str(warehouse)})
+        uris.append(asset.uri)
+    if uris:
+        log.info("asset events for %d tables: %s", len(uris), ", ".join(uris))
+    return uris
+
+
+def table_event_lines(events) -> list[str]:
+    """One line per asset event ``binlog_ingest`` emitted (a downstream run's
+    ``triggering_asset_events[...]``): the table, its row changes, the run and the warehouse."""
+    lines = []
+    for event in events:
+        extra = event.extra or {}
+        lines.append(f"{extra.get('database')}.{extra.get('table')}: {extra.get('rows')} row changes "
+                     f"published by run {extra.get('run_id')} into {extra.get('warehouse')} ({event.asset.uri})")
     return lines

@@ -12,17 +12,29 @@ the driver's JVM (:mod:`spark_jobs.class_archive`), the session maps it, which
 takes two seconds off its start. On a cluster, the session ships
 ``binlog_codec`` and ``spark_jobs`` to the executors as a zip
 (:func:`code_archive`); their Python needs pyarrow and zstandard installed.
+
+The driver's JVM logs through Python's logging (:func:`start_jvm`): it starts
+with binlake's log4j2 configuration (:data:`LOG4J2_PROPERTIES`: warnings and
+errors only, without the start-up notices of Spark's default profile), and a
+thread reads what it prints and logs each line on the ``spark_jobs.jvm`` logger
+at the level log4j gave it. Under Airflow, whose task supervisor logs anything a
+task prints on standard error as an error, Spark's start-up is then no error
+and a real Spark warning is still a warning.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import re
+import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from pathlib import Path
-from typing import Mapping
+from typing import IO, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -35,6 +47,39 @@ logging.getLogger("py4j").setLevel(logging.WARNING)
 DEFAULT_MASTER = "local[*]"
 PACKAGES = ("binlog_codec", "spark_jobs")
 DEFAULT_LOG_LEVEL = "WARN"
+
+jvm_log = logging.getLogger("spark_jobs.jvm")
+
+# The driver JVM's log4j2 configuration: Spark's default profile (log4j2-defaults.properties)
+# without its start-up notices, warnings and up, one line a record without a date (Python's
+# logging adds its own), and Hadoop's notice that it uses its Java code instead of a native
+# library (nothing a user can act on) left out.
+LOG4J2_PROPERTIES = """\
+status = error
+rootLogger.level = warn
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %p %c: %m%n%ex
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = warn
+logger.jetty2.name = org.sparkproject.jetty.util.component.AbstractLifeCycle
+logger.jetty2.level = error
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = error
+logger.parquet.name = org.apache.parquet.CorruptStatistics
+logger.parquet.level = error
+"""
+LOG4J2_OPTION = "-Dlog4j2.configurationFile"
+# A log4j record as LOG4J2_PROPERTIES lays it out: "WARN org.apache.spark.SomeClass: message".
+JVM_RECORD = re.compile(r"^(TRACE|DEBUG|INFO|WARN|ERROR|FATAL) \S+: ")
+JVM_LEVELS = {"TRACE": logging.DEBUG, "DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARN": logging.WARNING,
+              "ERROR": logging.ERROR, "FATAL": logging.CRITICAL}
+# What the java launcher itself prints, before log4j: Spark's launcher always adds the incubating
+# vector module, and the JVM says so on every start.
+JVM_NOTICES = ("WARNING: Using incubator modules",)
 
 COMMON_CONF = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -70,6 +115,63 @@ def code_archive() -> Path:
     return archive
 
 
+def log4j2_config() -> Path:
+    """The file of :data:`LOG4J2_PROPERTIES`, written once into the temporary folder under a name
+    of its content (so a changed configuration never meets an old file)."""
+    digest = hashlib.sha256(LOG4J2_PROPERTIES.encode()).hexdigest()[:12]
+    path = Path(tempfile.gettempdir()) / f"binlake-log4j2-{digest}.properties"
+    if not path.is_file():
+        scratch = path.with_name(f"{path.name}.{os.getpid()}")
+        scratch.write_text(LOG4J2_PROPERTIES, encoding="utf-8")
+        os.replace(scratch, path)
+    return path
+
+
+def with_log_config(options: str | None) -> str:
+    """The driver's Java options with binlake's log4j2 configuration, unless they name one."""
+    if options and LOG4J2_OPTION in options:
+        return options
+    return " ".join(filter(None, [options, f"{LOG4J2_OPTION}={log4j2_config()}"]))
+
+
+def jvm_level(line: str, previous: int) -> int:
+    """The logging level of one line the JVM printed: a log4j record's own, the launcher's known
+    notices DEBUG, and any other line (a stack trace's) that of the record before it."""
+    record = JVM_RECORD.match(line)
+    if record:
+        return JVM_LEVELS[record[1]]
+    if line.startswith(JVM_NOTICES):
+        return logging.DEBUG
+    return previous
+
+
+def log_jvm_output(stream: IO[bytes]) -> None:
+    """Logs each line of ``stream`` (the JVM's standard error) on ``spark_jobs.jvm`` at its
+    level (:func:`jvm_level`) until the JVM closes it."""
+    level = logging.INFO
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", errors="replace").rstrip()
+        if line:
+            level = jvm_level(line, level)
+            jvm_log.log(level, "%s", line)
+
+
+def start_jvm(settings: Mapping[str, str]) -> None:
+    """Starts the driver JVM (PySpark's py4j gateway, as ``SparkContext`` would) with ``settings``,
+    its standard error read by a thread of :func:`log_jvm_output`; nothing when one is running
+    (a process has one driver JVM, reused by each of its sessions)."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    threading.Thread(target=log_jvm_output, args=(gateway.proc.stderr,), name="spark-jvm-stderr",
+                     daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
 def master_of(master: str | None = None) -> str:
     """``master``, else ``$SPARK_MASTER``, else ``local[*]``."""
     return master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
@@ -94,9 +196,9 @@ def build_session(
         # the host name resolves to it and another interface was picked.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     settings.update(conf or {})
-    java_options = class_archive.with_archive(settings.get(class_archive.JAVA_OPTIONS))
-    if java_options:
-        settings[class_archive.JAVA_OPTIONS] = java_options
+    settings[class_archive.JAVA_OPTIONS] = with_log_config(
+        class_archive.with_archive(settings.get(class_archive.JAVA_OPTIONS)))
+    start_jvm({**settings, "spark.master": master, "spark.app.name": app_name})
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
