@@ -35,6 +35,7 @@ and what was wrong; the exit status is then 1. See :data:`EXIT_STATUSES`.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from decimal import Decimal
 import logging
@@ -46,6 +47,8 @@ from typing import Iterable, Iterator, NamedTuple, TextIO
 
 from . import __version__, build_description, compiled, json_binary, json_diff
 from .cli_input import binlog_input, check_event_start, display_name
+from .cli_select import EventSelection, GtidSelection, OptionMismatch, gtid_set_option
+from .cli_time import DATETIME_FORMAT, TimeWindow, event_time, parse_datetime
 from .errors import BinlogError, CorruptEventError
 from .event_types import EventType
 from .events import Event, RowsEvent, TableMapEvent, decode
@@ -71,7 +74,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_WARNING, EXIT_INTERRUPTED = 0, 1, 2, 3, 13
 EXIT_STATUSES = f"""exit status:
   {EXIT_OK}    success
   {EXIT_ERROR}    an error (one line on stderr naming the file, position, event type and what was wrong)
-  {EXIT_USAGE}    a usage error
+  {EXIT_USAGE}    a usage error: options that contradict each other (start after stop) or the binlog (a GTID set of the other flavour)
   {EXIT_WARNING}    verify: every file holds, but one has no events or ends inside a transaction
   {EXIT_INTERRUPTED}  interrupted (Ctrl-C)"""
 
@@ -141,10 +144,42 @@ def _source(args: argparse.Namespace, index: int) -> Iterator[_Source]:
 
 
 def _sources(args: argparse.Namespace) -> Iterator[_Source]:
-    """Every FILE in order, each open (a temporary copy kept) while the caller reads it."""
+    """Every FILE in order, each open (a temporary copy kept) while the caller reads it, with
+    the positions of the position options narrowed to the ``--start-datetime`` /
+    ``--stop-datetime`` window (:class:`~binlog_codec.cli_time.TimeWindow`); a file the
+    window leaves out is not given, nor any after its stop."""
+    window = _time_window(args)
     for index in range(len(args.files)):
+        if window is not None and window.stopped:
+            return
         with _source(args, index) as source:
-            yield source
+            if window is None:
+                yield source
+                continue
+            span = window.span(_headers(source, args), source.start, source.stop)
+            if span is not None:
+                yield source._replace(start=span[0], stop=span[1])
+
+
+def _time_window(args: argparse.Namespace) -> TimeWindow | None:
+    start, stop = getattr(args, "start_datetime", None), getattr(args, "stop_datetime", None)
+    return None if start is None and stop is None else TimeWindow(start, stop)
+
+
+def _headers(source: _Source, args: argparse.Namespace) -> BinlogReader:
+    """The events of ``source`` between its positions, transaction payloads not unwrapped."""
+    return BinlogReader(
+        source.path,
+        verify_checksums=not args.no_verify_checksums,
+        start_position=source.start,
+        stop_position=source.stop,
+        unwrap_payloads=False,
+        name=source.name,
+    )
+
+
+def _gtid_selection(args: argparse.Namespace) -> GtidSelection:
+    return GtidSelection(getattr(args, "include_gtids", None), getattr(args, "exclude_gtids", None))
 
 
 def _reader(source: _Source, args: argparse.Namespace) -> BinlogReader:
@@ -183,6 +218,7 @@ def _event_json(event: Event, summary: str) -> str:
             "size": event.size,
             "inner_offset": event.inner_offset,
             "timestamp": header.timestamp,
+            "time": event_time(header.timestamp),
             "server_id": header.server_id,
             "log_pos": header.log_pos,
             "flags": header.flags,
@@ -194,23 +230,34 @@ def _event_json(event: Event, summary: str) -> str:
 
 
 def _event_text(event: Event, summary: str) -> str:
-    return f"{_position_text(event)} {event.end_pos:>10}  {event.type_name:<22} {event.size:>8}  {summary}"
+    header = event.header
+    return (
+        f"{_position_text(event)} {event.end_pos:>10}  {event_time(header.timestamp)} {header.server_id:>10}  "
+        f"{event.type_name:<22} {event.size:>8}  {summary}"
+    )
+
+
+_EVENTS_HEADING = f"#{'position':>9} {'end':>10}  {'time (UTC)':<20} {'server_id':>10}  {'type':<22} {'size':>8}  summary\n"
 
 
 def cmd_events(args: argparse.Namespace, out: TextIO) -> int:
+    gtids = _gtid_selection(args)
     for source in _sources(args):
         tables: dict[int, str] = {}
+        selection = EventSelection(gtids, args.database)
         row_images = RowImages() if args.verbose_rows else None
         if not args.json:
-            out.write(f"# {source.name}\n#{'position':>9} {'end':>10}  {'type':<22} {'size':>8}  summary\n")
+            out.write(f"# {source.name}\n{_EVENTS_HEADING}")
         progress = source.progress()
         for count, raw in enumerate(_reader(source, args), 1):
+            progress.update(raw.end_pos, count)
             event = decode(raw, skip_unknown=args.skip_unknown)
+            if not selection.keeps(event):
+                continue
             summary = _summary(event, tables)
             out.write((_event_json(event, summary) if args.json else _event_text(event, summary)) + "\n")
             if row_images is not None:
                 out.write(row_images.text(event, "mariadb" if raw.fde.is_mariadb else "mysql"))
-            progress.update(raw.end_pos, count)
         progress.done()
     return EXIT_OK
 
@@ -407,16 +454,22 @@ _CLOSING = (EventType.ROTATE, EventType.STOP)
 
 
 def cmd_transactions(args: argparse.Namespace, out: TextIO) -> int:
+    gtids = _gtid_selection(args)
     for source in _sources(args):
         progress = source.progress("transactions")
-        scan = scan_transactions(source.path, name=source.name, verify_checksums=not args.no_verify_checksums)
+        scan = scan_transactions(
+            source.path, name=source.name, verify_checksums=not args.no_verify_checksums,
+            start_position=source.start, stop_position=source.stop,
+        )
         for count, trx in enumerate(scan, 1):
+            progress.update(trx.end, count)
+            if not gtids.keeps(trx.gtid, trx.file):
+                continue
             if args.json:
                 out.write(json.dumps(trx.__dict__) + "\n")
             else:
                 state = "" if trx.complete else "  (incomplete)"
                 out.write(f"{trx.file} {trx.start:>10} {trx.end:>10} {trx.events:>6}  {trx.gtid or '-'}{state}\n")
-            progress.update(trx.end, count)
         progress.done()
     return EXIT_OK
 
@@ -535,6 +588,7 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
         return join(chunks(obj, 0))
 
     lines = _RowLines(out, encode)
+    gtids = _gtid_selection(args)
     file = context = None
     try:
         for source in _sources(args):
@@ -542,6 +596,8 @@ def cmd_rows(args: argparse.Namespace, out: TextIO) -> int:
             for count, rows in enumerate(_rows_events(source, args), 1):
                 progress.update(rows.event.end_pos, count)
                 event, table = rows.event, rows.table
+                if not gtids.keeps(rows.gtid, event.file):
+                    continue
                 if event.file != file:
                     file = event.file
                     file_head = '{"file": %s, "pos": ' % encode(file)
@@ -767,6 +823,64 @@ def _position(text: str) -> int:
     return value
 
 
+def _option(parse):
+    """An argparse ``type`` from a parser raising :class:`ValueError`: its message, as argparse prints it."""
+
+    def convert(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    convert.__name__ = parse.__name__
+    return convert
+
+
+def _selection(sub: argparse.ArgumentParser, database: bool) -> None:
+    """The options that select events by time, GTID and (with ``database``) database
+    (:mod:`binlog_codec.cli_time`, :mod:`binlog_codec.cli_select`)."""
+    when = f"{DATETIME_FORMAT} in the local time zone (TZ), as mariadb-binlog reads it, or with Z or +HH:MM"
+    sub.add_argument(
+        "--start-datetime", type=_option(parse_datetime), metavar="DATETIME",
+        help=f"start at the first event (format descriptions aside) whose time is at or after DATETIME, "
+        f"and show every event from there on, as mysqlbinlog; DATETIME is {when}",
+    )
+    sub.add_argument(
+        "--stop-datetime", type=_option(parse_datetime), metavar="DATETIME",
+        help="stop at the first event whose time is at or after DATETIME, in whichever FILE, as mysqlbinlog",
+    )
+    sub.add_argument(
+        "--include-gtids", type=_option(gtid_set_option), metavar="GTIDS",
+        help="only transactions in this GTID set: MySQL uuid:1-5[:tag:1-3],... or MariaDB D-S-N (seq_no 1 to N "
+        "of domain D), D-S-first..last,...; whole transactions",
+    )
+    sub.add_argument(
+        "--exclude-gtids", type=_option(gtid_set_option), metavar="GTIDS",
+        help="leave out the transactions in this GTID set (as --include-gtids); mariadb-binlog --start-position=D-S-N "
+        "is --exclude-gtids D-S-N",
+    )
+    if database:
+        sub.add_argument(
+            "--database", metavar="NAME",
+            help="only the table maps and rows events of tables of this database (mysqlbinlog -d for row events; "
+            "statements are not filtered by their current database)",
+        )
+    sub.set_defaults(check=functools.partial(_check_selection, sub))
+
+
+def _check_selection(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A usage error for selection options that contradict each other."""
+    start, stop = args.start_datetime, args.stop_datetime
+    if start is not None and stop is not None and start > stop:
+        parser.error(f"--start-datetime {event_time(start)} is after --stop-datetime {event_time(stop)}")
+    start, stop = args.start_position, args.stop_position
+    if len(args.files) == 1 and start is not None and stop is not None and start > stop:
+        parser.error(f"--start-position {start} is after --stop-position {stop} in the one FILE")
+    include, exclude = args.include_gtids, args.exclude_gtids
+    if include is not None and exclude is not None and include.flavour != exclude.flavour:
+        parser.error("--include-gtids and --exclude-gtids are GTID sets of different flavours (MySQL and MariaDB)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="binlog-codec",
@@ -813,6 +927,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="after each rows event, its rows as mysqlbinlog -v prints them (### UPDATE ..., partial JSON as JSON_REPLACE(...))",
     )
     positions(events, "the first event shown")
+    _selection(events, database=True)
     events.add_argument("--skip-unknown", action="store_true", help="report unknown event types as skipped, not as errors")
     events.set_defaults(run=cmd_events)
 
@@ -828,7 +943,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     rows = commands.add_parser("rows", help="every row change as JSON Lines")
     common(rows)
-    rows.add_argument("--database", help="only rows of this database")
     rows.add_argument("--table", help="only rows of this table")
     rows.add_argument(
         "--assume-charset",
@@ -837,11 +951,14 @@ def build_parser() -> argparse.ArgumentParser:
         "binlog_row_metadata=NO_LOG) in this charset, e.g. utf8mb4; values not valid in it stay bytes",
     )
     positions(rows, "the first rows event")
+    _selection(rows, database=True)
     rows.set_defaults(run=cmd_rows)
 
     transactions = commands.add_parser("transactions", help="list transaction boundaries")
     common(transactions)
     transactions.add_argument("--json", action="store_true", help="JSON Lines, one object per transaction")
+    positions(transactions, "the first transaction shown")
+    _selection(transactions, database=False)
     transactions.set_defaults(run=cmd_transactions)
 
     metadata = commands.add_parser("metadata", help="columns and primary key of every table map (WL#4618)")
@@ -878,6 +995,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Iterable[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(list(argv) if argv is not None else None)
+        if hasattr(args, "check"):
+            args.check(args)
         with _logging(args.verbose or getattr(args, "progress", False)):
             return _run(args)
     except KeyboardInterrupt:
@@ -897,6 +1016,10 @@ def _run(args: argparse.Namespace) -> int:
         out.flush()
         print(f"binlog-codec: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    except OptionMismatch as exc:
+        out.flush()
+        print(f"binlog-codec: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except OSError as exc:
         out.flush()
         print(f"binlog-codec: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from binlog_codec import cli
+from binlog_codec import cli, cli_time
 from binlog_codec.cli import main
 from binlog_codec.event_types import EventType
 from binlog_codec.json_diff import JsonDiff
@@ -35,9 +35,10 @@ def test_events_text(capsys):
     assert status == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == f"# {path(MARIADB)}"
-    assert lines[2].split()[:4] == ["4", "256", "FORMAT_DESCRIPTION", "252"]
+    assert lines[1].split() == ["#", "position", "end", "time", "(UTC)", "server_id", "type", "size", "summary"]
+    assert lines[2].split()[:6] == ["4", "256", "2022-04-20T22:17:51Z", "1", "FORMAT_DESCRIPTION", "252"]
     assert "GTID 0-1-1" in lines[5]
-    assert lines[8].split()[2] == "WRITE_ROWS_V1" and "`toddy_test`.`outbox`: insert" in lines[8]
+    assert lines[8].split()[4] == "WRITE_ROWS_V1" and "`toddy_test`.`outbox`: insert" in lines[8]
     assert len(lines) == 2 + expected()[MARIADB]["measured"]["event_count"]
 
 
@@ -59,6 +60,7 @@ def test_events_json_contract(capsys):
     assert inner[1]["fields"]["table"] == "tb1"
     for record in records:
         assert set(record) >= {"file", "pos", "end_pos", "type", "type_code", "size", "summary", "fields"}
+        assert record["time"] == cli_time.event_time(record["timestamp"]) and isinstance(record["server_id"], int)
 
 
 def test_events_positions(capsys):
