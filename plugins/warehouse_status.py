@@ -21,11 +21,22 @@ listed has its lag unknown, with the reason. Entries written before streams
 (``file`` and ``position`` only) are streams named after their source, without
 GTIDs.
 
+Each stream also has a **lag in time**: the newest event a run saw in the
+source (the commit time of the newest transaction in the files it scanned,
+:func:`spark_jobs.ingest.source_seen`, kept in its run record or, for a run
+that failed, its failure record) minus the commit time of the stream's last
+committed transaction (the checkpoint's ``last``). Nothing reads the source's
+events when the page is shown: when the source has grown since the run that
+saw it (its newest object is another, or of another size), the lag is *at
+least* that, and unknown when that run had caught up. See :class:`TimeLag`.
+
 The refusals are the runs refused for a decision of the user
 (:func:`spark_jobs.refusals.waiting`): a gap in the log, a new series... The
-runs come from ``metadata/runs/*.parquet`` (one row per committed run), newest
-first, with their quality outcome when the run was validated and what the user
-accepted for them.
+failed runs (:func:`spark_jobs.refusals.failing`) are the runs that failed
+since their stream's last success, newest first, with the step and their
+first error. The runs come from ``metadata/runs/*.parquet`` (one row per
+committed run), newest first, with their quality outcome when the run was
+validated, what the user accepted for them and the Airflow run they belong to.
 """
 
 from __future__ import annotations
@@ -33,7 +44,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -54,6 +65,35 @@ FILE_POSITION = "file-position"
 
 
 @dataclass(frozen=True)
+class SourceSeen:
+    """What a run saw of its source's end: its last ``file`` and that file's ``size``, and the
+    commit time of the newest transaction it scanned (``event_time``, None when it saw none)."""
+
+    file: str | None
+    size: int | None
+    event_time: datetime | None
+
+
+@dataclass(frozen=True)
+class TimeLag:
+    """How far behind the source a stream is in time: ``seconds`` from the commit of the stream's
+    last committed transaction (``last_commit``) to the newest event a run saw in the source
+    (``newest_event``, seen at ``seen_at``). ``at_least``: the source has grown since (its newest
+    object is not the one the run saw, or could not be listed), so newer events are not counted.
+    ``seconds`` is None when unknown, ``unknown_reason`` saying why; 0 when up to date."""
+
+    seconds: float | None = None
+    at_least: bool = False
+    unknown_reason: str | None = None
+    newest_event: datetime | None = None
+    last_commit: datetime | None = None
+    seen_at: datetime | None = None
+
+
+NOT_TIMED = TimeLag(unknown_reason="not computed")
+
+
+@dataclass(frozen=True)
 class StreamStatus:
     """One stream: the source it reads, its checkpoint, that source's newest binlog object and how
     far behind the warehouse is.
@@ -61,7 +101,8 @@ class StreamStatus:
     ``gtids`` is the GTID set the stream has read (text, ``0-1-120`` or ``uuid:1-57``; None when
     the stream has no GTIDs) and ``continuity`` how the next run finds its place: ``gtid`` or
     ``file-position``. ``newest_*`` and ``lag_*`` are None when the source could not be listed;
-    ``unknown_reason`` then says why.
+    ``unknown_reason`` then says why. ``last_commit`` is the commit time of the stream's last
+    committed transaction (None when the checkpoint has none) and ``time_lag`` the lag in time.
     """
 
     stream: str
@@ -75,6 +116,8 @@ class StreamStatus:
     lag_files: int | None = None
     lag_bytes: int | None = None
     unknown_reason: str | None = None
+    last_commit: datetime | None = None
+    time_lag: TimeLag = NOT_TIMED
 
     @property
     def up_to_date(self) -> bool:
@@ -124,18 +167,38 @@ class RunStatus:
     accepted: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     skipped_transactions: int = 0
+    airflow_run: str | None = None
+    seen: SourceSeen | None = None
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A run that failed since its stream's last success (:func:`spark_jobs.refusals.failing`):
+    its stream and source, when, its run id (None when it failed before it was planned), the
+    Airflow run it belonged to (``dag_id/run_id``), the step and the first line of its error."""
+
+    stream: str
+    source: str | None
+    at: datetime | None
+    run_id: str | None
+    airflow_run: str | None
+    step: str
+    error: str
+    seen: SourceSeen | None = None
 
 
 @dataclass(frozen=True)
 class WarehouseStatus:
     """The whole picture: the warehouse root, one entry per stream, the refusals waiting for a
     decision (dicts of :func:`spark_jobs.refusals.waiting`: ``stream``, ``source``, ``at``,
-    ``kind``, ``problem``, ``way_forward``; oldest first), the last runs newest first."""
+    ``kind``, ``problem``, ``way_forward``; oldest first), the last runs newest first, the failed
+    runs since their stream's last success, newest first."""
 
     warehouse: Path
     streams: list[StreamStatus]
     runs: list[RunStatus]
     refusals: list[dict] = field(default_factory=list)
+    failures: list[FailedRun] = field(default_factory=list)
 
 
 # A function giving the object store behind a source URI (``plugins.hooks.store_for``).
@@ -148,8 +211,10 @@ def status(warehouse: Path, store_for: StoreFor | None = None, *, run_count: int
     at most ``run_count`` runs are returned."""
     warehouse = Path(warehouse)
     checkpoint = read_checkpoint(warehouse)
-    streams = [stream_status(name, entry, store_for) for name, entry in sorted(checkpoint.items())]
-    return WarehouseStatus(warehouse, streams, last_runs(warehouse, run_count), refusals.waiting(warehouse))
+    runs, failures = all_runs(warehouse), failed_runs(warehouse)
+    seen = last_seen(runs, failures)
+    streams = [timed(stream_status(name, entry, store_for), seen.get(name)) for name, entry in sorted(checkpoint.items())]
+    return WarehouseStatus(warehouse, streams, runs[:run_count], refusals.waiting(warehouse), failures)
 
 
 # ---------------------------------------------------------------- streams
@@ -167,13 +232,20 @@ def stream_status(stream: str, entry: dict, store_for: StoreFor | None = None) -
     gtids = entry.get("gtids")
     continuity = entry.get("continuity") or (GTID if gtids is not None else FILE_POSITION)
     committed = StreamStatus(stream, entry.get("source") or stream, entry["file"], int(entry["position"]),
-                             gtids=gtids, continuity=continuity)
+                             gtids=gtids, continuity=continuity, last_commit=_commit_time(entry))
     try:
         objects = list_binlogs(committed.source, store_for)
     except Exception as exc:  # unreachable store, missing credentials, deleted folder: shown, not fatal
         log.warning("stream %s: cannot list source %s: %s", stream, committed.source, exc)
         return _unknown(committed, f"cannot list the source: {exc}")
     return lag(committed, objects)
+
+
+def _commit_time(entry: dict) -> datetime | None:
+    """The commit time of the last transaction of a checkpoint entry (its ``last`` transaction's
+    ``timestamp``, seconds since the epoch), None when the entry has none."""
+    stamp = (entry.get("last") or {}).get("timestamp")
+    return None if stamp is None else datetime.fromtimestamp(int(stamp), timezone.utc)
 
 
 def list_binlogs(source: str, store_for: StoreFor | None = None) -> list[tuple[str, int]]:
@@ -223,15 +295,59 @@ def _default_store_for() -> StoreFor:
     return store_for
 
 
+# ---------------------------------------------------------------- lag in time
+
+
+def timed(stream: StreamStatus, seen: tuple[datetime, SourceSeen] | None) -> StreamStatus:
+    """``stream`` with its lag in time, from what the latest run of it saw of the source
+    (``seen``: when, and what; None when no run recorded it)."""
+    return replace(stream, time_lag=time_lag(stream, seen))
+
+
+def time_lag(stream: StreamStatus, seen: tuple[datetime, SourceSeen] | None) -> TimeLag:
+    """The lag in time of ``stream`` (see :class:`TimeLag` and the module text)."""
+    if stream.up_to_date:
+        return TimeLag(seconds=0, last_commit=stream.last_commit)
+    if stream.last_commit is None:
+        return TimeLag(unknown_reason="the checkpoint records no commit time of a last transaction")
+    if seen is None or seen[1].event_time is None:
+        return TimeLag(unknown_reason="no run has timed the source's newest event yet",
+                       last_commit=stream.last_commit)
+    seen_at, source = seen
+    grown = (stream.newest_object, stream.newest_size) != (source.file, source.size)
+    seconds = max(0.0, (source.event_time - stream.last_commit).total_seconds())
+    if grown and seconds == 0:
+        return TimeLag(unknown_reason="the source has grown since a run last read it; its newer events are "
+                       "timed when the next run reads them", last_commit=stream.last_commit, seen_at=seen_at)
+    return TimeLag(seconds, grown, None, source.event_time, stream.last_commit, seen_at)
+
+
+def last_seen(runs: list[RunStatus], failures: list["FailedRun"]) -> dict[str, tuple[datetime, SourceSeen]]:
+    """Per stream, what the latest run that recorded it saw of the source (published runs and
+    failed ones alike), with when."""
+    found: dict[str, tuple[datetime, SourceSeen]] = {}
+    sightings = [(run.stream, run.finished, run.seen) for run in runs]
+    sightings += [(failure.stream, failure.at, failure.seen) for failure in failures]
+    for stream, at, seen in sightings:
+        if stream and at is not None and seen is not None and (stream not in found or at > found[stream][0]):
+            found[stream] = (at, seen)
+    return found
+
+
 # ---------------------------------------------------------------- runs
 
 
 def last_runs(warehouse: Path, count: int = DEFAULT_RUN_COUNT) -> list[RunStatus]:
     """The ``count`` most recently finished runs of ``metadata/runs``, newest first."""
+    return all_runs(warehouse)[:count]
+
+
+def all_runs(warehouse: Path) -> list[RunStatus]:
+    """Every run of ``metadata/runs``, newest first."""
     runs = [run_status(record) for path in sorted((Path(warehouse) / RUNS).glob("*.parquet"))
             for record in pq.read_table(path).to_pylist()]
     runs.sort(key=lambda run: (run.finished is not None, run.finished or datetime.min), reverse=True)
-    return runs[:count]
+    return runs
 
 
 def run_status(record: dict) -> RunStatus:
@@ -254,6 +370,52 @@ def run_status(record: dict) -> RunStatus:
         accepted=list(record.get("accepted") or []),
         notices=list(record.get("notices") or []),
         skipped_transactions=record.get("skipped_transactions") or 0,
+        airflow_run=record.get("airflow_run"),
+        seen=_seen(record.get("source_newest_file"), record.get("source_newest_size"),
+                   record.get("source_newest_event")),
+    )
+
+
+def _seen(file: str | None, size: int | None, event_time: datetime | str | None) -> SourceSeen | None:
+    """What a run saw of its source's end, None when it recorded nothing (older runs)."""
+    if file is None and event_time is None:
+        return None
+    if isinstance(event_time, str):
+        event_time = _moment(event_time)
+    return SourceSeen(file, size, event_time)
+
+
+def _moment(text: object) -> datetime | None:
+    """An ISO 8601 time as an aware datetime (UTC when it names no zone); None when it is none."""
+    try:
+        moment = datetime.fromisoformat(str(text))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def airflow_dag_run(airflow_run: str | None) -> tuple[str, str] | None:
+    """``(dag_id, run_id)`` of a recorded Airflow run (``dag_id/run_id``: a DAG id holds no
+    slash, a run id may); None when there is none or it does not have that form."""
+    dag_id, slash, run_id = (airflow_run or "").partition("/")
+    return (dag_id, run_id) if dag_id and slash and run_id else None
+
+
+# ---------------------------------------------------------------- failed runs
+
+
+def failed_runs(warehouse: Path) -> list[FailedRun]:
+    """The runs that failed since their stream's last success, newest first."""
+    return [failed_run(record) for record in refusals.failing(warehouse)]
+
+
+def failed_run(record: dict) -> FailedRun:
+    """One failure record of :func:`spark_jobs.refusals.failing`."""
+    seen = record.get("seen") or {}
+    return FailedRun(
+        stream=record["stream"], source=record.get("source"), at=_moment(record["at"]) if record["at"] else None,
+        run_id=record.get("run_id"), airflow_run=record.get("airflow_run"), step=record["step"],
+        error=record["error"], seen=_seen(seen.get("file"), seen.get("size"), seen.get("event_time")),
     )
 
 

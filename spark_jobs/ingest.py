@@ -26,7 +26,11 @@
 Steps 1-4 are :func:`prepare`, 5 is :func:`validate_run` and 6 is
 :func:`publish_run`: the Airflow DAG runs them as separate tasks, handing the
 run id from one to the next (the run's state is kept in its work folder,
-``_runs/<run id>/``); :func:`ingest` runs all of them.
+``_runs/<run id>/``); :func:`ingest` runs all of them. A run that does not
+publish leaves a record outside the commit (:mod:`spark_jobs.refusals`): its
+refusal, or its failure with the step and first error; the run record and the
+failure name the Airflow run (``--airflow-run``, by default the one whose task
+runs the job) and what the run saw of the source's newest event.
 
 A run's name is derived from the stream and the transactions it holds (the
 files' identities, the byte ranges read, the GTID set after it), never from
@@ -93,9 +97,14 @@ RUNS_SCHEMA = pa.schema([
     pa.field("accepted", pa.list_(pa.string())),
     pa.field("notices", pa.list_(pa.string())),
     pa.field("skipped_transactions", pa.int64()),
+    pa.field("airflow_run", pa.string()),
+    pa.field("source_newest_event", pa.timestamp("us", tz="UTC")),
+    pa.field("source_newest_file", pa.string()),
+    pa.field("source_newest_size", pa.int64()),
 ])
 INFLATED_FOLDER = "_inflated"  # under RUNS_FOLDER: compressed binlogs of a stream, decompressed
 FACTS_FOLDER = "facts"  # in a backfill's work folder: what validation checks its output against
+AIRFLOW_DAG_ID, AIRFLOW_RUN_ID = "AIRFLOW_CTX_DAG_ID", "AIRFLOW_CTX_DAG_RUN_ID"  # what Airflow exports to a task
 
 
 @dataclass(frozen=True)
@@ -123,7 +132,9 @@ class IngestResult:
     from); ``continuity`` is ``gtid`` or ``file-position``, ``gtids`` the stream's GTID set after
     the run, ``accepted`` what the user accepted for it (a gap, a new series), ``notices`` what
     the planning noticed without stopping, and
-    ``skipped_transactions`` how many transactions were already read (by GTID).
+    ``skipped_transactions`` how many transactions were already read (by GTID). ``airflow_run`` is
+    the Airflow run it belongs to (``dag_id/run_id``, None outside Airflow) and ``seen`` what it saw
+    of the source's newest event (:func:`source_seen`).
     """
 
     run_id: str
@@ -146,6 +157,8 @@ class IngestResult:
     accepted: list[str] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
     skipped_transactions: int = 0
+    airflow_run: str | None = None
+    seen: dict | None = None
 
     def to_json(self) -> dict:
         """JSON-serialisable; :meth:`from_json` reads it back."""
@@ -168,6 +181,8 @@ class QualityFailed(RuntimeError):
         failures = [f"{t['database']}.{t['table']}: {line}" for t in quality["tables"] for line in t["failures"]]
         super().__init__(f"run {run_id} failed validation, nothing published:\n  " + "\n  ".join(failures))
         self.quality = quality
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        self.first_error = f"failed validation: {failures[0]}{more}" if failures else "failed validation"
 
 
 def discover(source: str | os.PathLike[str], position: dict | None) -> list[Input]:
@@ -277,10 +292,41 @@ def _write_run_record(out: Path, result: IngestResult) -> None:
         "accepted": result.accepted,
         "notices": result.notices,
         "skipped_transactions": result.skipped_transactions,
+        "airflow_run": result.airflow_run,
+        **_seen_columns(result.seen),
     }
     folder = out / RUN_RECORDS
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist([record], schema=RUNS_SCHEMA), folder / f"{result.run_id}.parquet")
+
+
+def _seen_columns(seen: dict | None) -> dict:
+    """The run record's columns of what the run saw of its source's newest event."""
+    seen = seen or {}
+    event = seen.get("event_time")
+    return {"source_newest_event": datetime.fromisoformat(event) if event else None,
+            "source_newest_file": seen.get("file"), "source_newest_size": seen.get("size")}
+
+
+def airflow_run_of_context() -> str | None:
+    """The Airflow run this process is a task of (``dag_id/run_id``, from the variables Airflow
+    exports to a task's environment), None outside Airflow."""
+    dag_id, run_id = os.environ.get(AIRFLOW_DAG_ID), os.environ.get(AIRFLOW_RUN_ID)
+    return f"{dag_id}/{run_id}" if dag_id and run_id else None
+
+
+def source_seen(plan: StreamPlan, scans: dict[str, Future]) -> dict | None:
+    """What a run saw of its source's end: the last file it planned (``file``, ``size``) and the
+    commit time of the newest transaction in the files it scanned (``event_time``, ISO 8601 UTC;
+    None without a complete one). The binlake view sets it against the checkpoint's last commit
+    time: the stream's lag in time."""
+    if not plan.reads:
+        return None
+    times = [transaction.ending.timestamp for read in plan.reads
+             for transaction in scans[read.file.path].result()[1] if transaction.ending is not None]
+    last = plan.reads[-1]
+    event = datetime.fromtimestamp(max(times), timezone.utc).isoformat() if times else None
+    return {"file": last.file.name, "size": last.size, "event_time": event}
 
 
 def work_folder(warehouse: str | os.PathLike[str], run_id: str) -> Path:
@@ -299,6 +345,7 @@ def prepare(
     stream: str | None = None,
     accept: Sequence[str] = (),
     scanned: dict[str, Future] | None = None,
+    airflow_run: str | None = None,
 ) -> IngestResult:
     """Steps 1 to 4: decode and materialize the new input into the run's work folder, publish
     nothing. ``source_key`` names the source (default: the resolved folder; the DAGs pass the
@@ -306,53 +353,65 @@ def prepare(
     the source, :func:`spark_jobs.streams.default_stream`); ``accept``: the user's decisions for
     this run (``gap``, ``new-series``). The result is also saved as ``run.json`` in the work
     folder, for :func:`publish_run` in another process. ``scanned``: transaction scans of the
-    input started ahead (:func:`pending_scans`). Raises a
-    :class:`~spark_jobs.positions.ContinuityError` when the source does not continue the stream."""
+    input started ahead (:func:`pending_scans`); ``airflow_run``: the Airflow run it belongs to
+    (``dag_id/run_id``; default: the one this process is a task of). Raises a
+    :class:`~spark_jobs.positions.ContinuityError` when the source does not continue the stream
+    (kept as the stream's refusal); any other error is kept as the run's failure
+    (:mod:`spark_jobs.refusals`)."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
     source_key, root = source_key or str(Path(source).resolve()), Path(warehouse).resolve()
     stream = stream or default_stream(source_key)
     publish.recover(root)
     checkpoint = publish.read_checkpoint(root)
-    try:
+    attempt = refusals.Attempt(root, stream, source_key, airflow_run or airflow_run_of_context())
+    with attempt.step("plan"):
         plan, scans = plan_run(source, root, checkpoint, stream=stream, source_key=source_key, accept=accept,
                                scanned=scanned)
-    except ContinuityError as refused:
-        refusals.record(root, stream, source_key, refused)
-        raise
     refusals.clear(root, stream)  # the source continues the stream now: no decision is waiting
     if not plan.reads:
         log.info("stream %s: nothing new in %s after %s", stream, source, position_text(checkpoint.get(stream)))
+        refusals.clear_failures(root, stream)
         return IngestResult("", checkpoint=checkpoint, source=source_key, stream=stream)
-    inputs = [Input(read.file.path, read.start) for read in plan.reads]
-    run_id = plan.run_id()
-    work = work_folder(root, run_id)
+    attempt.run_id, attempt.seen = plan.run_id(), source_seen(plan, scans)
+    result = IngestResult(attempt.run_id, [Input(read.file.path, read.start) for read in plan.reads],
+                          source=source_key, started=started.isoformat(), stream=stream,
+                          continuity=plan.state.continuity, gtids=plan.state.gtids, accepted=plan.accepted,
+                          notices=plan.notices, skipped_transactions=plan.skipped, airflow_run=attempt.airflow_run,
+                          seen=attempt.seen)
+    work = work_folder(root, result.run_id)
     shutil.rmtree(work, ignore_errors=True)
-    out = work / "out"
-    log.info("run %s of stream %s (%s): %d files from %s, %d transactions already read skipped", run_id, stream,
-             plan.mode, len(inputs), source, plan.skipped)
-    decoded = decode(
-        spark, [i.path for i in inputs], work / "staging", target_bytes,
-        start_positions={i.path: i.start for i in inputs}, scanned=scans,
-        skipped={read.file.path: read.skipped for read in plan.reads},
-        sizes={read.file.path: read.size for read in plan.reads},  # a file written meanwhile: what was planned
-    )
-    planned = {read.file.path: read.resume for read in plan.reads}
-    if decoded.resume_positions != planned:  # never checkpoint past or short of what was decoded
-        raise RuntimeError(f"run {run_id}: decoded up to {decoded.resume_positions}, planned {planned}; "
-                           "nothing published, run again")
-    keys = primary_keys(decoded)
-    result = IngestResult(run_id, inputs, bytes=decoded.bytes, source=source_key, started=started.isoformat(),
-                          stream=stream, continuity=plan.state.continuity, gtids=plan.state.gtids,
-                          accepted=plan.accepted, notices=plan.notices, skipped_transactions=plan.skipped)
+    log.info("run %s of stream %s (%s): %d files from %s, %d transactions already read skipped", result.run_id,
+             stream, plan.mode, len(result.inputs), source, plan.skipped)
+    with attempt.step("decode"):
+        decoded = _decode_plan(spark, plan, scans, work, target_bytes)
+    result.bytes = decoded.bytes
     result.ends = {read.file.name: read.resume for read in plan.reads}
-    result.rows = _materialize_tables(spark, decoded, keys, root, out, run_id)
-    _copy_metadata(decoded, root, out, run_id)
+    with attempt.step("materialize"):
+        result.rows = _materialize_tables(spark, decoded, primary_keys(decoded), root, work / "out", result.run_id)
+        _copy_metadata(decoded, root, work / "out", result.run_id)
     shutil.rmtree(work / "staging", ignore_errors=True)
     result.checkpoint = {**checkpoint, stream: plan.state.to_json()}
     result.start_position = checkpoint.get(stream)
     result.seconds = time.monotonic() - clock
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
     return result
+
+
+def _decode_plan(spark, plan: StreamPlan, scans: dict[str, Future], work: Path, target_bytes: int) -> DecodeResult:
+    """The planned reads decoded into the run's staging folder, exactly as far as planned (a file
+    written on meanwhile is read to its planned size); a run whose decoded ends differ from its
+    plan fails: the checkpoint could otherwise fall short of what was published or pass it."""
+    decoded = decode(
+        spark, [read.file.path for read in plan.reads], work / "staging", target_bytes,
+        start_positions={read.file.path: read.start for read in plan.reads}, scanned=scans,
+        skipped={read.file.path: read.skipped for read in plan.reads},
+        sizes={read.file.path: read.size for read in plan.reads},  # a file written meanwhile: what was planned
+    )
+    planned = {read.file.path: read.resume for read in plan.reads}
+    if decoded.resume_positions != planned:  # never checkpoint past or short of what was decoded
+        raise RuntimeError(f"run {plan.run_id()}: decoded up to {decoded.resume_positions}, planned {planned}; "
+                           "nothing published, run again")
+    return decoded
 
 
 def inflated_folder(root: Path, stream: str) -> Path:
@@ -391,16 +450,28 @@ def plan_run(
 @locks_warehouse("validate")
 def validate_run(spark, warehouse: str, run_id: str) -> dict:
     """Step 5: Great Expectations over the run's output (:mod:`spark_jobs.validate`); the
-    outcome is saved with the run and returned as JSON."""
+    outcome is saved with the run and returned as JSON. An outcome that failed is kept as the
+    run's failure with its first failing check (:mod:`spark_jobs.refusals`), and so is an error."""
     from spark_jobs.validate import validate  # Great Expectations is slow to import
 
     work = work_folder(warehouse, run_id)
     result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
-    facts = work / FACTS_FOLDER if result.kind == "backfill" else None  # a backfill publishes no metadata
-    outcome = validate(spark, work / "out", Path(warehouse).resolve(), run_id, facts=facts).to_json()
+    attempt = _attempt_of(Path(warehouse).resolve(), result)
+    with attempt.step("validate"):
+        facts = work / FACTS_FOLDER if result.kind == "backfill" else None  # a backfill publishes no metadata
+        outcome = validate(spark, work / "out", Path(warehouse).resolve(), run_id, facts=facts).to_json()
     result.quality = outcome
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
+    if not outcome["success"]:
+        attempt.failed("validate", QualityFailed(run_id, outcome))
     return outcome
+
+
+def _attempt_of(root: Path, result: IngestResult) -> refusals.Attempt:
+    """The prepared run ``result`` as an attempt whose failures are kept; its Airflow run is the one
+    this process is a task of, else the one that prepared it."""
+    return refusals.Attempt(root, result.stream or result.source, result.source,
+                            airflow_run_of_context() or result.airflow_run, result.run_id, result.seen)
 
 
 @locks_warehouse("publish")
@@ -408,7 +479,9 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     """Step 6: commit a prepared run: its changes, current, metadata tables, the run record and the
     new checkpoint, in one step. A run that failed validation raises :class:`QualityFailed` and
     publishes nothing, and so does a run planned from a checkpoint another run has moved since
-    (:class:`StaleRun`). Publishing a run that is already published does nothing."""
+    (:class:`StaleRun`). Publishing a run that is already published does nothing. Another error is
+    kept as the run's failure (:mod:`spark_jobs.refusals`); once the run is published, the earlier
+    failures of its stream no longer stand."""
     root = Path(warehouse).resolve()
     recovered = publish.recover(root)
     work = work_folder(root, run_id)
@@ -420,6 +493,18 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
         shutil.rmtree(work, ignore_errors=True)
         return IngestResult(run_id, checkpoint=publish.read_checkpoint(root))
     result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
+    # a quality failure was kept when validated; a stale run's stream has published since
+    with _attempt_of(root, result).step("publish", expected=(QualityFailed, StaleRun)):
+        _commit_run(root, work, result)
+    refusals.clear_failures(root, result.stream or result.source)
+    shutil.rmtree(work, ignore_errors=True)
+    _remove_if_empty(root / RUNS_FOLDER)
+    return result
+
+
+def _commit_run(root: Path, work: Path, result: IngestResult) -> None:
+    """The prepared run ``result`` committed (see :func:`publish_run`)."""
+    run_id = result.run_id
     if result.quality is not None and not result.quality["success"]:
         raise QualityFailed(run_id, result.quality)
     out = work / "out"
@@ -440,9 +525,6 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
         publish.commit(root, out, run_id)
         shutil.rmtree(inflated_folder(root, stream), ignore_errors=True)  # read: the next run goes on after them
         _remove_if_empty(root / RUNS_FOLDER / INFLATED_FOLDER)
-    shutil.rmtree(work, ignore_errors=True)
-    _remove_if_empty(root / RUNS_FOLDER)
-    return result
 
 
 @locks_warehouse("ingest")
@@ -457,12 +539,14 @@ def ingest(
     accept: Sequence[str] = (),
     validation: bool = True,
     scanned: dict[str, Future] | None = None,
+    airflow_run: str | None = None,
 ) -> IngestResult:
     """One run over ``source`` into ``warehouse``: :func:`prepare`, :func:`validate_run` (unless
-    ``validation`` is off), :func:`publish_run`."""
+    ``validation`` is off), :func:`publish_run`. A run that does not publish leaves its refusal or
+    failure (:mod:`spark_jobs.refusals`), for the binlake view."""
     result = prepare(
         source, warehouse, spark=spark, target_bytes=target_bytes, source_key=source_key, stream=stream,
-        accept=accept, scanned=scanned,
+        accept=accept, scanned=scanned, airflow_run=airflow_run,
     )
     if not result.run_id:
         return result
@@ -527,6 +611,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-validation", action="store_true", help="publish without the Great Expectations checks (not recommended)"
     )
+    parser.add_argument(
+        "--airflow-run", metavar="DAG_ID/RUN_ID", help="the Airflow run this run belongs to, kept in its run record "
+        "or failure for the binlake view's link (default: the one this process is a task of, if any)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     accept = [choice for choice, given in ((ACCEPT_GAP_CHOICE, args.accept_gap),
@@ -537,6 +624,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = ingest(
             args.source, args.warehouse, spark=spark, target_bytes=int(args.split_mb * 2**20),
             stream=args.stream, accept=accept, validation=not args.no_validation, scanned=scanned,
+            airflow_run=args.airflow_run,
         )
     except QualityFailed as exc:
         print(exc, file=sys.stderr)
