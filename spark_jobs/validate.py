@@ -18,7 +18,9 @@ Everything Great Expectations keeps lives in the warehouse, under ``quality/``:
   (one JSON document per table, and one for the charset checks);
 * ``quality/runs/<run_id>/data_docs/index.html``: the run's Data Docs, built
   for this run only, so that the report of every run stays readable, that of a
-  failed run included.
+  failed run included: its validation results and the expectation suites they
+  were checked against, self-contained (:mod:`spark_jobs.data_docs`: the pages
+  load nothing from other hosts and open offline).
 
 A run validated again under the same id (the same input after a failure)
 adds its results next to the earlier ones and rebuilds the run's Data Docs
@@ -45,6 +47,7 @@ from spark_jobs.expectations import (
     FILE, ROW_IN_FILE, TableFacts, charset_expectation, failure_line, table_expectations, table_facts,
     verdict,
 )
+from spark_jobs.data_docs import make_self_contained
 from spark_jobs.layout import name_of, path_part, table_folder
 
 log = logging.getLogger(__name__)
@@ -273,11 +276,16 @@ def _validate_charsets(context, spark, run_folder: Path, outcomes: list[TableOut
 
 
 def _build_data_docs(context, warehouse: Path, run) -> str | None:
-    """The run's Data Docs under ``quality/runs/<run_id>/data_docs``, of this run's results only;
-    the index.html relative to the warehouse, None when nothing was validated."""
+    """The run's Data Docs under ``quality/runs/<run_id>/data_docs``, of this run's results and
+    the suites they were checked against only, self-contained; the index.html relative to the
+    warehouse, None when nothing was validated."""
+    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+
     results = [key for key in context.validation_results_store.list_keys() if key.run_id == run]
     if not results:
         return None
+    suites = [ExpectationSuiteIdentifier(name)
+              for name in sorted({key.expectation_suite_identifier.name for key in results})]
     folder = Path(RUNS) / run.run_name / DATA_DOCS
     shutil.rmtree(warehouse / QUALITY / folder, ignore_errors=True)
     site = f"run_{run.run_name}"
@@ -287,11 +295,14 @@ def _build_data_docs(context, warehouse: Path, run) -> str | None:
         "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
     }}
     try:
-        context.build_data_docs(site_names=[site], resource_identifiers=results)
+        context.build_data_docs(site_names=[site], resource_identifiers=[*results, *suites])
     finally:
         context.variables.data_docs_sites = {}
     index = warehouse / QUALITY / folder / "index.html"
-    return str(index.relative_to(warehouse)) if index.exists() else None
+    if not index.exists():
+        return None
+    make_self_contained(index.parent)
+    return str(index.relative_to(warehouse))
 
 
 def _first_line(error: Exception) -> str:
