@@ -6,12 +6,20 @@ the page inside the Airflow UI. Two routes:
 
 - ``/binlake/`` — one server-rendered HTML page (no JavaScript): the refused
   runs waiting for a decision of the user, when there are any (stream, when,
-  the problem, the way forward); a table of streams (source, checkpoint
-  position, GTID set, newest binlog object, lag) and a table of the last runs
-  (rows per table, what the user accepted and what the run noticed, quality
-  outcome, link to the run's Data Docs);
+  the problem, the way forward); the runs that failed since their stream's
+  last success, when there are any (run, stream, source, when, the step, the
+  first error, link to the Airflow run); a table of streams (source,
+  checkpoint position, GTID set, newest binlog object, lag in files and bytes,
+  lag in time) and a table of the last runs (source, rows per table, what the
+  user accepted and what the run noticed, quality outcome, links to the run's
+  Data Docs and to its Airflow run);
 - ``/binlake/quality/<path>`` — the warehouse's ``quality/`` folder, so the
   Data Docs (Great Expectations' HTML report) of each run open from the page.
+
+A link to an Airflow run goes to the Airflow UI's page of that run,
+``<Airflow base>/dags/<dag_id>/runs/<run_id>`` (each part URL-escaped), the
+base being where the API server mounted this app (its root path without
+``/binlake``), and opens in the whole window, not inside the UI's frame.
 
 The warehouse is found through :func:`plugins.settings.warehouse_path` on
 every request, so changing the Airflow Variable takes effect without a
@@ -47,11 +55,13 @@ route (present and future) goes through:
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from html import escape
 from http import HTTPStatus
 from pathlib import Path
 from typing import Callable
+from urllib.parse import quote
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.core_api.security import requires_access_dag
@@ -60,7 +70,9 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from plugins.settings import warehouse_path
-from plugins.warehouse_status import RunStatus, StoreFor, StreamStatus, WarehouseStatus, status
+from plugins.warehouse_status import (
+    FailedRun, RunStatus, StoreFor, StreamStatus, TimeLag, WarehouseStatus, airflow_dag_run, status,
+)
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +112,9 @@ def create_app(warehouse: Path | None = None, store_for: StoreFor | None = None)
             log.error("binlake view: %s", exc)
             return HTMLResponse(render_settings_error(str(exc)), status_code=500)
         report = status(root, store_for)
-        return HTMLResponse(render_page(report, lambda relative: _docs_href(request, report.warehouse, relative)))
+        links = Links(docs=lambda relative: _docs_href(request, report.warehouse, relative),
+                      airflow_base=_airflow_base(request))
+        return HTMLResponse(render_page(report, links))
 
     @app.get("/quality/{path:path}", name=QUALITY)
     def quality_file(path: str) -> FileResponse:
@@ -119,6 +133,12 @@ def _quality_file(warehouse: Path, path: str) -> Path:
     if not target.is_relative_to(root) or not target.is_file():
         raise HTTPException(status_code=404, detail=f"no such report: {path}")
     return target
+
+
+def _airflow_base(request: Request) -> str:
+    """The Airflow UI's root path: where the API server mounted this app, without ``/binlake``
+    (empty when Airflow is served at the root of its host)."""
+    return str(request.scope.get("root_path") or "").rstrip("/").removesuffix(URL_PREFIX)
 
 
 def _docs_href(request: Request, warehouse: Path, relative: str | None) -> str | None:
@@ -143,17 +163,37 @@ code { font-size: 0.9em; } .empty { color: #52606d; font-style: italic; }
 .refused { border: 2px solid #c62828; background: #fdecea; padding: 0.2rem 1rem 0.8rem; margin-top: 1.2rem; }
 .refused h2 { color: #c62828; margin-top: 0.8rem; } .refused th { background: #f9d6d2; }
 .notes { margin: 0; padding-left: 1rem; font-size: 0.85em; color: #52606d; } .notes .accepted { color: #8d6e00; }
+.failed { border: 2px solid #c62828; padding: 0.2rem 1rem 0.8rem; margin-top: 1.2rem; }
+.failed h2 { color: #c62828; margin-top: 0.8rem; } .since { display: block; font-size: 0.85em; color: #52606d; }
 """
 
 
-def render_page(report: WarehouseStatus, docs_href: Callable[[str | None], str | None]) -> str:
-    """The whole HTML page; ``docs_href`` turns a run's Data Docs path into a link (or None)."""
+@dataclass(frozen=True)
+class Links:
+    """How the page links out: ``docs`` turns a run's Data Docs path into a link (or None);
+    ``airflow_base`` is the Airflow UI's root path (``""`` at the root of its host)."""
+
+    docs: Callable[[str | None], str | None] = lambda relative: None
+    airflow_base: str = ""
+
+    def airflow_run(self, airflow_run: str | None) -> str | None:
+        """The Airflow UI page of a recorded Airflow run (``dag_id/run_id``), None without one."""
+        parts = airflow_dag_run(airflow_run)
+        if parts is None:
+            return None
+        dag_id, run_id = (quote(part, safe="") for part in parts)
+        return f"{self.airflow_base}/dags/{dag_id}/runs/{run_id}"
+
+
+def render_page(report: WarehouseStatus, links: Links) -> str:
+    """The whole HTML page."""
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return _document(
         f"<p class='where'>Warehouse <code>{escape(str(report.warehouse))}</code> &middot; as of {generated}</p>"
         f"{refusals_section(report.refusals)}"
+        f"{failures_section(report.failures, links)}"
         f"<h2>Streams</h2>{streams_table(report.streams)}"
-        f"<h2>Last runs</h2>{runs_table(report.runs, docs_href)}"
+        f"<h2>Last runs</h2>{runs_table(report.runs, links)}"
     )
 
 
@@ -203,9 +243,55 @@ def _when(at: object) -> str:
         moment = datetime.fromisoformat(str(at))
     except ValueError:
         return str(at or "")
+    return _moment(moment)
+
+
+def _moment(moment: datetime | None) -> str:
+    """A time as the page shows every time: ``2026-03-02 09:30:00 UTC`` (naive ones are UTC)."""
+    if moment is None:
+        return ""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def failures_section(failures: list[FailedRun], links: Links) -> str:
+    """The runs that failed since their stream's last success, newest first; nothing when none.
+    They leave the page once a later run of their stream succeeds."""
+    if not failures:
+        return ""
+    rows = "".join(
+        "<tr>"
+        f"<td>{_run_id(failure.run_id)}</td>"
+        f"<td><code>{escape(failure.stream)}</code></td>"
+        f"<td><code>{escape(failure.source or '')}</code></td>"
+        f"<td>{_moment(failure.at)}</td>"
+        f"<td>{escape(failure.step)}</td>"
+        f"<td>{escape(failure.error)}</td>"
+        f"<td>{_airflow_link(failure.airflow_run, links)}</td>"
+        "</tr>"
+        for failure in failures
+    )
+    return (
+        "<section class='failed'><h2>Failed runs</h2>"
+        "<p>These runs published nothing and left their stream's checkpoint where it was; each stays here until "
+        "a later run of its stream succeeds. Refused runs are listed under their own heading.</p>"
+        "<table id='failures'><tr><th>run</th><th>stream</th><th>source</th><th>failed at</th><th>step</th>"
+        f"<th>first error</th><th>Airflow run</th></tr>{rows}</table></section>"
+    )
+
+
+def _run_id(run_id: str | None) -> str:
+    return "<span class='empty'>not planned</span>" if run_id is None else f"<code>{escape(run_id)}</code>"
+
+
+def _airflow_link(airflow_run: str | None, links: Links) -> str:
+    """A link to the Airflow run's page, in the whole window (the page may be in the UI's frame)."""
+    href = links.airflow_run(airflow_run)
+    if href is None:
+        return ""
+    _, run_id = airflow_dag_run(airflow_run)
+    return f"<a href='{escape(href)}' target='_top'>{escape(run_id)}</a>"
 
 
 def streams_table(streams: list[StreamStatus]) -> str:
@@ -220,11 +306,12 @@ def streams_table(streams: list[StreamStatus]) -> str:
         f"<td>{_gtids(s)}</td>"
         f"<td>{_newest(s)}</td>"
         f"<td>{_lag(s)}</td>"
+        f"<td>{_time_lag(s.time_lag)}</td>"
         "</tr>"
         for s in streams
     )
     return ("<table id='streams'><tr><th>stream</th><th>source</th><th>position</th><th>GTID set</th>"
-            f"<th>newest binlog</th><th>lag</th></tr>{rows}</table>")
+            f"<th>newest binlog</th><th>lag</th><th>lag in time</th></tr>{rows}</table>")
 
 
 def _gtids(stream: StreamStatus) -> str:
@@ -248,14 +335,41 @@ def _lag(stream: StreamStatus) -> str:
     return f"<span class='bad'>{files}, {_size(stream.lag_bytes)} behind</span>"
 
 
-def runs_table(runs: list[RunStatus], docs_href: Callable[[str | None], str | None]) -> str:
-    """One row per run, newest first: counts, rows per table, quality and its Data Docs."""
+def _time_lag(lag: TimeLag) -> str:
+    """The lag in time in words: ``up to date``, ``3 min 20 s behind``, ``at least 2 h behind``
+    (the source has grown since a run saw it), or why it is unknown."""
+    if lag.seconds is None:
+        return f"<span class='unknown'>unknown: {escape(lag.unknown_reason or '')}</span>"
+    if lag.up_to_date:
+        return "<span class='ok'>up to date</span>"
+    behind = "less than 1 s" if lag.seconds < 1 else duration(lag.seconds)
+    if not lag.at_least:
+        return f"<span class='bad'>{behind} behind</span>"
+    return (f"<span class='bad'>at least {behind} behind</span><span class='since'>the source has grown since a "
+            f"run read it ({_moment(lag.seen_at)})</span>")
+
+
+def duration(seconds: float) -> str:
+    """A span of time for people, its two largest units: ``45 s``, ``3 min 20 s``, ``2 h 5 min``,
+    ``3 d 4 h``."""
+    left, parts = int(seconds), []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        count, left = divmod(left, size)
+        if count or parts:  # from the largest unit there is
+            parts.append((count, unit))
+    return " ".join(f"{count} {unit}" for count, unit in parts[:2] if count) or "0 s"
+
+
+def runs_table(runs: list[RunStatus], links: Links) -> str:
+    """One row per run, newest first: its source, counts, rows per table, quality and its Data Docs,
+    and its Airflow run."""
     if not runs:
         return "<p class='empty'>No runs yet.</p>"
     rows = "".join(
         "<tr>"
         f"<td><code>{escape(run.run_id)}</code></td>"
         f"<td><code>{escape(run.stream or '')}</code></td>"
+        f"<td><code>{escape(run.source or '')}</code></td>"
         f"<td>{_finished(run)}</td>"
         f"<td class='num'>{'' if run.seconds is None else f'{run.seconds:.1f} s'}</td>"
         f"<td class='num'>{run.inputs}</td>"
@@ -264,17 +378,18 @@ def runs_table(runs: list[RunStatus], docs_href: Callable[[str | None], str | No
         f"<td>{_per_table(run.rows_per_table)}</td>"
         f"<td>{_notes(run)}</td>"
         f"<td>{_quality(run)}</td>"
-        f"<td>{_docs_link(docs_href(run.quality.data_docs))}</td>"
+        f"<td>{_docs_link(links.docs(run.quality.data_docs))}</td>"
+        f"<td>{_airflow_link(run.airflow_run, links)}</td>"
         "</tr>"
         for run in runs
     )
-    return ("<table id='runs'><tr><th>run</th><th>stream</th><th>finished</th><th>took</th><th>files</th>"
-            "<th>bytes</th><th>rows</th><th>rows per table</th><th>accepted / notices</th><th>quality</th>"
-            f"<th>Data Docs</th></tr>{rows}</table>")
+    return ("<table id='runs'><tr><th>run</th><th>stream</th><th>source</th><th>finished</th><th>took</th>"
+            "<th>files</th><th>bytes</th><th>rows</th><th>rows per table</th><th>accepted / notices</th>"
+            f"<th>quality</th><th>Data Docs</th><th>Airflow run</th></tr>{rows}</table>")
 
 
 def _finished(run: RunStatus) -> str:
-    return "" if run.finished is None else run.finished.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return _moment(run.finished)
 
 
 def _per_table(rows_per_table: dict[str, int]) -> str:

@@ -80,7 +80,8 @@ class TimeLag:
     last committed transaction (``last_commit``) to the newest event a run saw in the source
     (``newest_event``, seen at ``seen_at``). ``at_least``: the source has grown since (its newest
     object is not the one the run saw, or could not be listed), so newer events are not counted.
-    ``seconds`` is None when unknown, ``unknown_reason`` saying why; 0 when up to date."""
+    ``seconds`` is None when unknown, ``unknown_reason`` saying why; ``up_to_date`` when the
+    stream has read all its source holds (``seconds`` 0)."""
 
     seconds: float | None = None
     at_least: bool = False
@@ -88,6 +89,7 @@ class TimeLag:
     newest_event: datetime | None = None
     last_commit: datetime | None = None
     seen_at: datetime | None = None
+    up_to_date: bool = False
 
 
 NOT_TIMED = TimeLag(unknown_reason="not computed")
@@ -307,7 +309,7 @@ def timed(stream: StreamStatus, seen: tuple[datetime, SourceSeen] | None) -> Str
 def time_lag(stream: StreamStatus, seen: tuple[datetime, SourceSeen] | None) -> TimeLag:
     """The lag in time of ``stream`` (see :class:`TimeLag` and the module text)."""
     if stream.up_to_date:
-        return TimeLag(seconds=0, last_commit=stream.last_commit)
+        return TimeLag(seconds=0, last_commit=stream.last_commit, up_to_date=True)
     if stream.last_commit is None:
         return TimeLag(unknown_reason="the checkpoint records no commit time of a last transaction")
     if seen is None or seen[1].event_time is None:
