@@ -282,7 +282,7 @@ class Reader:
         return DefinitionError(f"{self.where(token)}: {message}", token)
 
 
-def _split(items: list[Token]) -> list[list[Token]]:
+def split_at_commas(items: list[Token]) -> list[list[Token]]:
     """``items`` split at the commas outside parentheses."""
     parts: list[list[Token]] = [[]]
     depth = 0
@@ -518,7 +518,7 @@ class _Builder:
 
 # -- definitions -------------------------------------------------------------------
 
-_KEY_WORDS = ("PRIMARY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL", "CONSTRAINT", "FOREIGN", "CHECK", "PERIOD",
+KEY_WORDS = ("PRIMARY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL", "CONSTRAINT", "FOREIGN", "CHECK", "PERIOD",
               "VECTOR")
 _SKIPPED_ATTRIBUTES = ("VISIBLE",)
 _ATTRIBUTES_WITH_VALUE = ("COLUMN_FORMAT", "STORAGE", "SRID", "REF_SYSTEM_ID", "ENGINE_ATTRIBUTE",
@@ -530,7 +530,7 @@ def _adjacent_op(reader: Reader, *ops: str) -> bool:
     return token is not None and not token.spaced and token.kind == "op" and token.text in ops
 
 
-def _value(reader: Reader) -> list[Token]:
+def value_tokens(reader: Reader) -> list[Token]:
     """The tokens of one DEFAULT or ON UPDATE value: a literal (with a sign, a charset introducer
     or a b/x prefix), a function call, or an expression in parentheses."""
     start = reader.pos
@@ -592,7 +592,7 @@ def _attribute(reader: Reader, spec: ColumnSpec) -> None:
     elif word == "NULL":
         spec.not_null = False
     elif word == "DEFAULT":
-        spec.default = _value(reader)
+        spec.default = value_tokens(reader)
     elif word == "ON":
         reader.expect_word("UPDATE")
         _skip_value(reader)
@@ -627,7 +627,7 @@ def _attribute(reader: Reader, spec: ColumnSpec) -> None:
         raise reader.error(f"expected a column attribute, found {token.text!r}", token)
 
 
-def _column_spec(reader: Reader) -> ColumnSpec:
+def column_spec(reader: Reader) -> ColumnSpec:
     name_token = reader.peek()
     name = reader.name("a column name")
     type_token = reader.next("a column type")
@@ -650,10 +650,10 @@ def _column_spec(reader: Reader) -> ColumnSpec:
     return spec
 
 
-def _key_parts(reader: Reader) -> list[tuple[str, int]] | None:
+def key_parts(reader: Reader) -> list[tuple[str, int]] | None:
     """``(`a`, `b`(10) DESC)``: (column, prefix or 0) each; None for a key over an expression."""
     parts = []
-    for part in _split(reader.group()):
+    for part in split_at_commas(reader.group()):
         inner = Reader(part, reader.lines, reader.what)
         token = inner.peek()
         if token.kind == "op":
@@ -671,17 +671,17 @@ def _key(reader: Reader, table: Table) -> None:
     """A key or constraint line: PRIMARY KEY and UNIQUE keys are kept, the others skipped."""
     if reader.take_word("CONSTRAINT"):
         token = reader.peek()
-        if token is not None and not token.is_word(*_KEY_WORDS):
+        if token is not None and not token.is_word(*KEY_WORDS):
             reader.name("a constraint name")
     if reader.take_word("PRIMARY"):
         reader.expect_word("KEY")
-        table.primary_key = _key_parts(reader) or []
+        table.primary_key = key_parts(reader) or []
     elif reader.take_word("UNIQUE"):
         reader.take_word("KEY", "INDEX")
         token = reader.peek()
         if token is not None and not (token.kind == "op" and token.text == "("):
             reader.name("a key name")
-        parts = _key_parts(reader)
+        parts = key_parts(reader)
         if any(token.is_word("HASH") for token in reader.items[reader.pos :]):
             table.hash_keys += 1
         elif parts is not None:
@@ -690,13 +690,13 @@ def _key(reader: Reader, table: Table) -> None:
 
 def _definition(items: list[Token], table: Table, lines: list[str]) -> None:
     reader = Reader(items, lines, "definition")
-    if items[0].kind == "word" and items[0].is_word(*_KEY_WORDS):
+    if items[0].kind == "word" and items[0].is_word(*KEY_WORDS):
         _key(reader, table)
     else:
-        table.columns.append(_column_spec(reader))
+        table.columns.append(column_spec(reader))
 
 
-def _table_options(items: list[Token], table: Table, lines: list[str]) -> None:
+def table_options(items: list[Token], table: Table, lines: list[str]) -> None:
     """DEFAULT CHARSET / CHARACTER SET / COLLATE among the options after the column list."""
     reader = Reader(items, lines, "table options")
     while reader.peek() is not None:
@@ -764,9 +764,9 @@ def table_body(reader: Reader, table: Table) -> None:
     token = reader.peek()
     if token is None or token.kind != "op" or token.text != "(":
         raise reader.error("expected '(' and the column definitions", token)
-    for definition in _split(reader.group()):
+    for definition in split_at_commas(reader.group()):
         _definition(definition, table, reader.lines)
-    _table_options(reader.items[reader.pos :], table, reader.lines)
+    table_options(reader.items[reader.pos :], table, reader.lines)
     if not table.columns:
         raise reader.error("expected at least one column definition")
 
