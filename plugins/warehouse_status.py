@@ -325,15 +325,21 @@ def time_lag(stream: StreamStatus, seen: tuple[datetime, SourceSeen] | None) -> 
 
 
 def last_seen(runs: list[RunStatus], failures: list["FailedRun"]) -> dict[str, tuple[datetime, SourceSeen]]:
-    """Per stream, what the latest run that recorded it saw of the source (published runs and
-    failed ones alike), with when."""
-    found: dict[str, tuple[datetime, SourceSeen]] = {}
-    sightings = [(run.stream, run.finished, run.seen) for run in runs]
-    sightings += [(failure.stream, failure.at, failure.seen) for failure in failures]
+    """Per stream, what the latest run that recorded it saw of the source, with when: its newest
+    failed run's (a failure stands only while no later run of its stream succeeded), else its
+    newest published run's."""
+    published = _newest_per_stream((run.stream, run.finished, run.seen) for run in runs)
+    failed = _newest_per_stream((failure.stream, failure.at, failure.seen) for failure in failures)
+    return {**published, **failed}
+
+
+def _newest_per_stream(sightings) -> dict[str, tuple[datetime, SourceSeen]]:
+    """Of ``(stream, when, seen)`` triples, the newest per stream that saw something."""
+    newest: dict[str, tuple[datetime, SourceSeen]] = {}
     for stream, at, seen in sightings:
-        if stream and at is not None and seen is not None and (stream not in found or at > found[stream][0]):
-            found[stream] = (at, seen)
-    return found
+        if stream and at is not None and seen is not None and (stream not in newest or at > newest[stream][0]):
+            newest[stream] = (at, seen)
+    return newest
 
 
 # ---------------------------------------------------------------- runs

@@ -6,6 +6,12 @@ The main tests read a real warehouse: the bundled sample binlogs ingested by
 the cases a real run does not produce on demand: quality outcomes, named
 streams, checkpoints and records of an older layout, sources that cannot be
 listed, refusals, runs the user accepted a gap for.
+
+The lag in time and the failed runs come from real runs too: the samples were
+all written within one second, so the second file is re-stamped as if its
+server had written it 200 seconds later (every event's timestamp moved, its
+checksum computed again); a run of it fails while decoding (the decoder
+raises, as a Spark job that dies does), then a run of it succeeds.
 """
 
 from __future__ import annotations
@@ -22,8 +28,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from plugins.object_store import open_store
+from binlog_codec.reader import MAGIC, BinlogReader
+from binlog_codec.transactions import scan_transactions
+from binlog_codec.writer import encode_event
 from plugins.warehouse_status import (
-    NOT_TIMED, NOT_VALIDATED, StreamStatus, TimeLag, lag, last_runs, quality_of, status,
+    NOT_TIMED, NOT_VALIDATED, FailedRun, SourceSeen, StreamStatus, TimeLag, lag, last_runs, quality_of, status,
+    time_lag,
 )
 from spark_jobs import refusals
 from spark_jobs.positions import MissingFiles
@@ -100,6 +110,115 @@ def test_runs_are_listed_newest_first_with_their_counts(two_runs):
         assert run.quality == NOT_VALIDATED  # ingested with validation off
         assert (run.accepted, run.notices, run.skipped_transactions) == ([], [], 0)
         assert run.continuity == "gtid" and run.gtid_set is not None
+
+
+# ---------------------------------------------------------------- lag in time and failed runs
+
+LATER = 200  # seconds: how much later the second sample is written in the runs below
+SCHEDULED = "binlog_ingest/scheduled__2026-11-27T10:00:00+00:00"
+MANUAL = ("binlog_ingest", "manual__2026-11-27T10:10:00+00:00")
+
+
+def restamped(sample: Path, target: Path, later: int) -> Path:
+    """``sample`` as its server would have written it ``later`` seconds later: every event's
+    timestamp moved, its CRC32 computed again."""
+    events = BinlogReader(sample, unwrap_payloads=False)
+    target.write_bytes(MAGIC + b"".join(
+        encode_event(raw.header._replace(timestamp=raw.header.timestamp + later), raw.body,
+                     checksum=raw.checksum is not None) for raw in events))
+    return target
+
+
+def commit_times(path: Path) -> list[datetime]:
+    """The commit time of every complete transaction of a binlog file, read by the codec."""
+    return [datetime.fromtimestamp(t.ending.timestamp, timezone.utc) for t in scan_transactions(path) if t.complete]
+
+
+@pytest.fixture(scope="module")
+def failed_then_caught_up(spark, tmp_path_factory):
+    """Run 1 ingests ``mariadb-bin.000001`` (as a task of an Airflow run); a re-stamped
+    ``.000002`` lands; run 2, a task of another Airflow run, plans it and dies in the decoder;
+    run 3 reads it. The status after each."""
+    import spark_jobs.ingest as pipeline
+
+    source, warehouse = tmp_path_factory.mktemp("source"), tmp_path_factory.mktemp("warehouse")
+    shutil.copyfile(SAMPLES[0], source / SAMPLES[0].name)
+    first = pipeline.ingest(str(source), str(warehouse), spark=spark, validation=False, airflow_run=SCHEDULED)
+    second_file = restamped(SAMPLES[1], source / SAMPLES[1].name, LATER)
+    grown = status(warehouse, open_store)
+
+    def executor_lost(*args, **kwargs):
+        raise RuntimeError("Spark executor lost\n  at the second line, which is not the first error")
+
+    with pytest.MonkeyPatch.context() as task:
+        task.setenv(pipeline.AIRFLOW_DAG_ID, MANUAL[0])  # what Airflow exports to a task's process
+        task.setenv(pipeline.AIRFLOW_RUN_ID, MANUAL[1])
+        task.setattr(pipeline, "decode", executor_lost)
+        with pytest.raises(RuntimeError, match="executor lost"):
+            pipeline.ingest(str(source), str(warehouse), spark=spark, validation=False)
+    failing = status(warehouse, open_store)
+    third = pipeline.ingest(str(source), str(warehouse), spark=spark, validation=False)
+    return {"source": source, "second_file": second_file, "first": first, "third": third, "grown": grown,
+            "failing": failing, "after": status(warehouse, open_store)}
+
+
+def test_a_run_that_read_the_source_on_gives_the_stream_its_lag_in_time(failed_then_caught_up):
+    (stream,) = failed_then_caught_up["failing"].streams
+    last_commit = max(commit_times(SAMPLES[0]))  # the checkpoint's, after run 1
+    newest = max(commit_times(failed_then_caught_up["second_file"]))  # what the failed run 2 saw
+    assert newest - last_commit == timedelta(seconds=LATER)
+    assert stream.last_commit == last_commit and stream.lag_files == 1
+    lagged = stream.time_lag
+    assert (lagged.seconds, lagged.at_least, lagged.newest_event, lagged.last_commit) == (LATER, False, newest,
+                                                                                          last_commit)
+    assert not lagged.up_to_date and lagged.unknown_reason is None
+
+
+def test_a_source_grown_since_a_run_caught_up_is_not_timed_and_says_why(failed_then_caught_up):
+    (stream,) = failed_then_caught_up["grown"].streams
+    assert stream.lag_files == 1 and stream.time_lag.seconds is None
+    assert stream.time_lag.unknown_reason.startswith("the source has grown since a run last read it")
+
+
+def test_a_stream_that_has_read_its_source_is_up_to_date_in_time(failed_then_caught_up):
+    (stream,) = failed_then_caught_up["after"].streams
+    assert stream.up_to_date and stream.time_lag.up_to_date and stream.time_lag.seconds == 0
+    assert stream.last_commit == max(commit_times(failed_then_caught_up["second_file"]))
+
+
+def test_a_failed_run_is_listed_with_its_step_first_error_and_airflow_run(failed_then_caught_up):
+    (failed,) = failed_then_caught_up["failing"].failures
+    third = failed_then_caught_up["third"]
+    assert failed.run_id == third.run_id  # the same input: the run that failed, done again
+    assert (failed.stream, failed.source) == (third.stream, str(failed_then_caught_up["source"].resolve()))
+    assert (failed.step, failed.error) == ("decode", "RuntimeError: Spark executor lost")
+    assert failed.airflow_run == "/".join(MANUAL)
+    assert datetime.now(timezone.utc) - timedelta(minutes=10) < failed.at <= datetime.now(timezone.utc)
+    assert failed.seen.file == SAMPLES[1].name and failed.seen.size == SAMPLES[1].stat().st_size
+    assert failed_then_caught_up["failing"].refusals == []  # it failed; it was not refused
+
+
+def test_a_later_success_of_the_stream_clears_its_failed_runs(failed_then_caught_up):
+    assert failed_then_caught_up["after"].failures == []
+    assert not list((failed_then_caught_up["source"].parent).glob("**/_refusals/failed/*.json"))
+
+
+def test_runs_record_their_airflow_run_and_what_they_saw_of_the_source(failed_then_caught_up):
+    third, first = failed_then_caught_up["after"].runs
+    assert first.airflow_run == SCHEDULED and third.airflow_run is None  # run 3 ran outside Airflow
+    assert first.seen == SourceSeen(SAMPLES[0].name, SAMPLES[0].stat().st_size, max(commit_times(SAMPLES[0])))
+    assert third.seen.event_time == max(commit_times(failed_then_caught_up["second_file"]))
+
+
+def test_the_lag_in_time_is_at_least_what_was_seen_once_the_source_has_grown():
+    commit = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
+    seen = (commit + timedelta(hours=1), SourceSeen("mariadb-bin.000010", 700, commit + timedelta(minutes=5)))
+    stream = StreamStatus("db1", "s3://logs/db1", "mariadb-bin.000009", 1000, newest_object="mariadb-bin.000010",
+                          newest_size=700, lag_files=2, lag_bytes=1200, last_commit=commit)
+    assert (time_lag(stream, seen).seconds, time_lag(stream, seen).at_least) == (300, False)
+    grown = replace(stream, newest_object="mariadb-bin.000011", newest_size=10)
+    assert (time_lag(grown, seen).seconds, time_lag(grown, seen).at_least) == (300, True)
+    assert time_lag(stream, None).unknown_reason == "no run has timed the source's newest event yet"
 
 
 def test_a_source_that_cannot_be_listed_has_an_unknown_lag_and_says_why(tmp_path):
