@@ -552,13 +552,12 @@ def _skip_value(reader: Reader) -> None:
         reader.next("an exponent sign")
         token = reader.next("an exponent")
     after = reader.peek()
-    if token.kind == "word" and after is not None and not after.spaced:
-        if after.kind == "op" and after.text == "(":
-            reader.group()  # current_timestamp(), nextval(...)
-        elif after.kind == "string":
-            reader.next("a string")  # _utf8mb4'x', b'101', x'FF'
-    elif token.is_word("DATE", "TIME", "TIMESTAMP") and after is not None and after.kind == "string":
-        reader.next("a string")  # DATE '2024-01-01'
+    if token.kind == "word" and after is not None and not after.spaced and after.kind == "op" and after.text == "(":
+        reader.group()  # current_timestamp(), nextval(...)
+    elif token.kind == "word" and after is not None and after.kind == "string" and (
+        not after.spaced or token.text.startswith("_") or token.is_word("DATE", "TIME", "TIMESTAMP")
+    ):
+        token = reader.next("a string")  # _utf8mb4'x', b'101', x'FF', DATE '2024-01-01'
     while token.kind == "string" and reader.peek() is not None and reader.peek().kind == "string":
         token = reader.next("a string")  # 'a' 'b' is 'ab'
 
