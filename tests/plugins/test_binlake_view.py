@@ -5,6 +5,10 @@ that every state the page shows is present at once: a named stream with GTIDs
 behind its source and a stream of an older checkpoint whose source cannot be
 listed; runs that passed (with a gap the user accepted), failed and were not
 validated. A refusal waiting for a decision is added by the tests about it.
+The passed run belongs to an Airflow run and saw the named stream's source as
+it is now, 200 seconds past the stream's last commit: the stream's lag in time.
+The failed runs come from a real ingest of a binlog cut inside an event, then
+made whole.
 
 Every request goes through Airflow's own access checks, as in the API server:
 the module gives this process a fresh, migrated Airflow metadata database
@@ -24,6 +28,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import jwt
+import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -36,7 +41,9 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from plugins.binlake_view import BinlakeViewPlugin, create_app
+from binlog_codec.errors import TruncatedError
+from binlog_codec.reader import BinlogReader
+from plugins.binlake_view import BinlakeViewPlugin, create_app, duration
 from plugins.object_store import open_store
 from spark_jobs import refusals
 from spark_jobs.positions import MissingFiles
@@ -46,6 +53,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 FINISHED = datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)
 DOCS = "quality/runs/run-passed/data_docs/index.html"
+LAST_COMMIT = datetime(2026, 3, 2, 9, 30, tzinfo=timezone.utc)  # of the named stream's last transaction
+AIRFLOW_RUN = ("binlog_ingest", "manual__2026-03-02T09:29:00+00:00")
+AIRFLOW_HREF = "/dags/binlog_ingest/runs/manual__2026-03-02T09%3A29%3A00%2B00%3A00"
 SIMPLE_AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 READER = SimpleAuthManagerUser(username="reader", role="viewer")
 
@@ -138,7 +148,7 @@ def warehouse(tmp_path) -> Path:
     write_json(root / CHECKPOINT, {
         "shop-primary": {
             "file": "mariadb-bin.000002", "position": 2000, "source": source.as_uri(), "flavour": "mariadb",
-            "gtids": "0-1-120", "last": {"gtid": "0-1-120", "timestamp": 1772443800, "server_id": 1},
+            "gtids": "0-1-120", "last": {"gtid": "0-1-120", "timestamp": int(LAST_COMMIT.timestamp()), "server_id": 1},
             "files": {"mariadb-bin.000002": {"identity": {}, "position": 2000, "stamp": [2272, 1], "rotate_to": None}},
             "continuity": "gtid",
         },
@@ -148,7 +158,9 @@ def warehouse(tmp_path) -> Path:
         {"database": "shop", "table": "orders", "failures": []}]},
         stream="shop-primary", continuity="gtid", gtid_set="0-1-120", skipped_transactions=2,
         accepted=["missing files mariadb-bin.000004 <script>alert('accepted')</script>"],
-        notices=["mariadb-bin.000001 holds other bytes; the stream found its place by its GTID set"])
+        notices=["mariadb-bin.000001 holds other bytes; the stream found its place by its GTID set"],
+        airflow_run="/".join(AIRFLOW_RUN), source_newest_file="mariadb-bin.000003", source_newest_size=1000,
+        source_newest_event=LAST_COMMIT + timedelta(seconds=200))
     write_run(root, "run-failed", FINISHED - timedelta(hours=1), {"success": False, "tables": [
         {"database": "shop", "table": "orders", "failures": ["amount out of range", "_binlog_pos not unique"]}]})
     write_run(root, "run-unchecked", FINISHED - timedelta(hours=2), None)
@@ -174,10 +186,12 @@ def test_streams_show_source_position_gtid_set_newest_binlog_and_lag(page, wareh
     assert behind["newest binlog"] == "mariadb-bin.000003 (1,000 B)"
     assert SAMPLES[1].stat().st_size - 2000 + 1000 == 1272  # the rest of .000002, all of .000003
     assert behind["lag"] == "2 files, 1.2 KiB behind"
+    assert behind["lag in time"] == "3 min 20 s behind"  # the source as run-passed saw it: .000003, 1,000 B
     gone = rows[str(warehouse.parent / "gone")]  # an entry of an older checkpoint: named after its source
     assert gone["source"] == str(warehouse.parent / "gone")
     assert (gone["position"], gone["GTID set"]) == ("mysql-bin.000007 at 4,567", "no GTIDs: file and position")
     assert gone["newest binlog"] == "unknown" and gone["lag"].startswith("unknown: cannot list the source")
+    assert gone["lag in time"] == "unknown: the checkpoint records no commit time of a last transaction"
     assert "refusals" not in page.tables and "Refused runs" not in page.html
 
 
@@ -191,6 +205,30 @@ def test_runs_show_counts_per_table_and_quality_newest_first(page):
     assert passed["quality"] == "✓ passed" and passed["Data Docs"] == "Data Docs"
     assert failed["quality"] == "✗ 2 failing" and failed["Data Docs"] == ""
     assert unchecked["quality"] == "not validated"
+
+
+def test_a_source_grown_since_a_run_saw_it_shows_the_lag_in_time_as_a_lower_bound(warehouse, token):
+    (warehouse.parent / "binlogs" / "mariadb-bin.000004").write_bytes(b"\xfebin" + b"\0" * 96)
+    page = Tables(browser(create_app(warehouse, open_store), token).get("/").text)
+    behind = {row["stream"]: row for row in page.rows("streams")}["shop-primary"]
+    assert behind["lag in time"] == ("at least 3 min 20 s behind"
+                                     "the source has grown since a run read it (2026-03-02 09:30:00 UTC)")
+
+
+def test_runs_show_their_source(page):
+    assert [run["source"] for run in page.rows("runs")] == ["file:///binlogs"] * 3
+
+
+def test_a_run_links_to_its_airflow_run(page):
+    passed, failed, unchecked = page.rows("runs")
+    assert passed["Airflow run"] == AIRFLOW_RUN[1] and page.links[AIRFLOW_RUN[1]] == AIRFLOW_HREF
+    assert failed["Airflow run"] == unchecked["Airflow run"] == ""  # recorded outside Airflow, or before
+    assert f"<a href='{AIRFLOW_HREF}' target='_top'>" in page.html  # the whole window, not the UI's frame
+
+
+def test_the_airflow_run_link_is_under_airflows_own_root_path(warehouse, token):
+    client = browser(create_app(warehouse, open_store), token, root_path="/airflow/binlake")
+    assert Tables(client.get("/").text).links[AIRFLOW_RUN[1]] == f"/airflow{AIRFLOW_HREF}"
 
 
 def test_runs_show_their_stream_and_what_the_user_accepted(page):
@@ -238,6 +276,78 @@ def test_a_refused_run_is_shown_with_its_problem_and_way_forward_until_cleared(w
     refusals.clear(warehouse, stream)
     cleared = Tables(client.get("/").text)
     assert "refusals" not in cleared.tables and "Refused runs" not in cleared.html
+
+
+# ---------------------------------------------------------------- failed runs
+
+
+@pytest.fixture(scope="module")
+def spark():
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from spark_jobs.session import build_session
+
+    session = build_session("local[2]", app_name="binlake-view-tests", log_level="ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def test_a_failed_run_is_shown_with_its_first_error_until_its_stream_succeeds(spark, tmp_path, token):
+    from spark_jobs.ingest import ingest
+
+    source, warehouse = tmp_path / "source", tmp_path / "warehouse"
+    source.mkdir()
+    sample = SAMPLES[0]
+    last = list(BinlogReader(sample))[-1]
+    (source / sample.name).write_bytes(sample.read_bytes()[: last.pos + last.size // 2])  # cut inside an event
+    with pytest.raises(TruncatedError):
+        ingest(str(source), str(warehouse), spark=spark, validation=False, airflow_run="/".join(AIRFLOW_RUN))
+    client = browser(create_app(warehouse, open_store), token)
+    page = Tables(client.get("/").text)
+    (at,) = [failure["at"] for failure in refusals.failing(warehouse)]
+    stream = str(source.resolve())
+    assert page.rows("failures") == [{
+        "run": "not planned", "stream": stream, "source": stream,
+        "failed at": datetime.fromisoformat(at).astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "step": "plan",
+        "first error": f"TruncatedError: {source.resolve() / sample.name}: at {last.pos} ({last.type_name}): "
+                       f"event_size {last.size} runs past the end of the file: {last.size // 2} bytes left from "
+                       "this position",
+        "Airflow run": AIRFLOW_RUN[1],
+    }]
+    assert page.links[AIRFLOW_RUN[1]] == AIRFLOW_HREF
+    assert page.html.index("<h2>Failed runs</h2>") < page.html.index("<h2>Streams</h2>")  # on top
+    assert "No runs yet." in page.html and "refusals" not in page.tables  # nothing published, nothing refused
+    shutil.copyfile(sample, source / sample.name)  # made whole
+    ingest(str(source), str(warehouse), spark=spark, validation=False)
+    after = Tables(client.get("/").text)
+    assert "failures" not in after.tables and "Failed runs" not in after.html
+    assert [run["stream"] for run in after.rows("runs")] == [stream]
+
+
+def test_failed_runs_are_listed_newest_first_and_an_unreadable_record_is_listed_too(warehouse, token):
+    folder = warehouse / refusals.FOLDER / refusals.FAILED
+    for name, at, step in [("a-older", "2026-03-02T08:00:00+00:00", "validate"),
+                           ("b-newer", "2026-03-02T09:00:00+00:00", "materialize")]:
+        write_json(folder / f"{name}.json", {"stream": "shop-primary", "source": "file:///binlogs", "at": at,
+                                            "run_id": name, "airflow_run": None, "step": step,
+                                            "error": f"{step} <b>failed</b>", "seen": None})
+    (folder / "c-broken.json").write_text("{not json")
+    page = Tables(browser(create_app(warehouse, open_store), token).get("/").text)
+    rows = page.rows("failures")
+    assert [(row["run"], row["step"], row["first error"]) for row in rows[:2]] == [
+        ("b-newer", "materialize", "materialize <b>failed</b>"), ("a-older", "validate", "validate <b>failed</b>")]
+    assert rows[2]["stream"] == "(unknown: c-broken.json)" and "cannot be read" in rows[2]["first error"]
+    assert "<b>failed</b>" not in page.html  # escaped
+
+
+@pytest.mark.parametrize(("seconds", "words"), [
+    (0, "0 s"), (45, "45 s"), (200, "3 min 20 s"), (3600, "1 h"), (3605, "1 h"), (7500, "2 h 5 min"),
+    (3 * 86400 + 4 * 3600 + 5, "3 d 4 h"),
+])
+def test_durations_are_told_in_their_two_largest_units(seconds, words):
+    assert duration(seconds) == words
 
 
 def test_the_data_docs_link_opens_the_report(page, warehouse, token):
