@@ -73,12 +73,13 @@ class TimeWindow:
             return None
         if self._started and self.stop is None:
             return first, last
-        begin = first
+        begin, selected = first, False
         for raw in events:
             if self.stop is not None and raw.header.timestamp >= self.stop:
                 self.stopped = True
-                return (begin, raw.pos) if self._started else None
+                return (begin, raw.pos) if selected else None
             if not self._started and raw.type_code != EventType.FORMAT_DESCRIPTION and raw.header.timestamp >= self.start:
                 self._started = True
                 begin = raw.pos
+            selected = selected or self._started
         return (begin, last) if self._started else None
