@@ -2,9 +2,9 @@
 
 Subcommands:
 
-* ``events FILE...``: one line per event (position, end position, type, size,
-  summary), or JSON Lines with ``--json``; with ``-v``, the rows of rows events
-  as ``mysqlbinlog -v`` prints them;
+* ``events FILE...``: one line per event (position, end position, time, server
+  id, type, size, summary), or JSON Lines with ``--json``; with ``-v``, the
+  rows of rows events as ``mysqlbinlog -v`` prints them;
 * ``verify FILE...``: magic, framing, every checksum and every event body;
   exit status 0 only when all hold (3 when they hold but a file has no events
   or ends inside a transaction);
@@ -23,6 +23,12 @@ A FILE is a binlog file, ``-`` for standard input, or a gzip or zstd
 compressed binlog (:mod:`binlog_codec.cli_input`). ``--start-position``
 applies to the first FILE and ``--stop-position`` to the last, as in
 ``mariadb-binlog``.
+
+``events``, ``rows`` and ``transactions`` select as ``mysqlbinlog`` does:
+``--start-datetime`` / ``--stop-datetime`` (:mod:`binlog_codec.cli_time`),
+``--include-gtids`` / ``--exclude-gtids`` and, but for ``transactions``,
+``--database`` (:mod:`binlog_codec.cli_select`). Options that contradict
+each other or the binlog are usage errors (exit status 2).
 
 ``-v`` before the subcommand (or ``--progress`` after it) logs progress to
 stderr; ``-v`` after ``events`` prints rows; after another subcommand it is a
@@ -156,7 +162,7 @@ def _sources(args: argparse.Namespace) -> Iterator[_Source]:
             if window is None:
                 yield source
                 continue
-            span = window.span(_headers(source, args), source.start, source.stop)
+            span = window.span(_reader(source, args, unwrap_payloads=False), source.start, source.stop)
             if span is not None:
                 yield source._replace(start=span[0], stop=span[1])
 
@@ -166,28 +172,18 @@ def _time_window(args: argparse.Namespace) -> TimeWindow | None:
     return None if start is None and stop is None else TimeWindow(start, stop)
 
 
-def _headers(source: _Source, args: argparse.Namespace) -> BinlogReader:
-    """The events of ``source`` between its positions, transaction payloads not unwrapped."""
-    return BinlogReader(
-        source.path,
-        verify_checksums=not args.no_verify_checksums,
-        start_position=source.start,
-        stop_position=source.stop,
-        unwrap_payloads=False,
-        name=source.name,
-    )
-
-
 def _gtid_selection(args: argparse.Namespace) -> GtidSelection:
     return GtidSelection(getattr(args, "include_gtids", None), getattr(args, "exclude_gtids", None))
 
 
-def _reader(source: _Source, args: argparse.Namespace) -> BinlogReader:
+def _reader(source: _Source, args: argparse.Namespace, unwrap_payloads: bool = True) -> BinlogReader:
+    """The events of ``source`` between its positions."""
     return BinlogReader(
         source.path,
         verify_checksums=not args.no_verify_checksums,
         start_position=source.start,
         stop_position=source.stop,
+        unwrap_payloads=unwrap_payloads,
         name=source.name,
     )
 
