@@ -22,9 +22,10 @@ from .create_table import Token, sql_text
 
 Value = Union[str, int, float, Decimal, bytes, None]
 
-_INTEGER = re.compile(r"\d+")
-_DECIMAL = re.compile(r"\d*\.\d*")
-_FLOAT = re.compile(r"(\d+\.?\d*|\.\d+)[eE][+-]?\d+")
+_INTEGER = re.compile(r"[0-9]+")
+_DECIMAL = re.compile(r"[0-9]*\.[0-9]*")
+_FLOAT = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)[eE][+-]?[0-9]+")
+_DIGITS_PYTHON_READS = 4300  # int() refuses longer decimal texts (sys.get_int_max_str_digits)
 _STRING_PREFIXES = ("N", "DATE", "TIME", "TIMESTAMP")
 
 
@@ -51,7 +52,7 @@ EXPRESSION = "an expression the server evaluates when the row is written"
 
 
 def _number(text: str) -> int | float | Decimal | None:
-    if _INTEGER.fullmatch(text):
+    if _INTEGER.fullmatch(text) and len(text) <= _DIGITS_PYTHON_READS:
         return int(text)
     if _DECIMAL.fullmatch(text) and text != ".":
         return Decimal(text)

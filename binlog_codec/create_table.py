@@ -106,20 +106,25 @@ def default_collation(charset: str, flavour: str) -> charsets.Collation:
 
 # -- tokens ---------------------------------------------------------------------
 
-_TOKEN = re.compile(
-    r"""
+_TOKEN_PATTERN = r"""
       (?P<space>\s+)
     | (?P<version_open>/\*!\d*)          # /*!80023 INVISIBLE */: its text is part of the statement
     | (?P<comment>/\*.*?\*/|--(?=\s|$)[^\n]*|\#[^\n]*)   # /* */, "-- " and "#" comments
     | (?P<comment_close>\*/)
     | (?P<ident>`(?:[^`]|``)*`)
-    | (?P<string>'(?:[^'\\]|\\.|'')*')
-    | (?P<dquoted>"(?:[^"\\]|\\.|"")*")
-    | (?P<word>[A-Za-z0-9_$@.]+)
+    | (?P<string>'(?:[^'{escape}]|{escaped}'')*')
+    | (?P<dquoted>"(?:[^"{escape}]|{escaped}"")*")
+    | (?P<word>[A-Za-z0-9_$@.\u0080-\U0010FFFF]+)   # unquoted names may have any character above ASCII
     | (?P<op>.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
+    """
+# Strings with backslash escapes, and without them (sql_mode NO_BACKSLASH_ESCAPES).
+_TOKENS = {
+    escapes: re.compile(
+        _TOKEN_PATTERN.format(escape="\\\\" if escapes else "", escaped="\\\\.|" if escapes else ""),
+        re.VERBOSE | re.DOTALL,
+    )
+    for escapes in (True, False)
+}
 _ESCAPES = {"0": "\0", "n": "\n", "r": "\r", "t": "\t", "b": "\b", "Z": "\x1a", "%": "\\%", "_": "\\_"}
 
 
@@ -138,12 +143,18 @@ class Token:
         return self.kind == "word" and self.text.upper() in words
 
 
-def _unquoted_string(quoted: str) -> str:
-    """A quoted SQL string: a doubled quote is a quote, backslash escapes as MySQL reads them."""
+def _is_digits(token: Token) -> bool:
+    """A word of ASCII digits (``str.isdigit`` alone would take ``²``)."""
+    return token.kind == "word" and token.text.isascii() and token.text.isdigit()
+
+
+def _unquoted_string(quoted: str, escapes: bool) -> str:
+    """A quoted SQL string: a doubled quote is a quote, backslash escapes as MySQL reads them
+    (unless not ``escapes``)."""
     quote, body, out, i = quoted[0], quoted[1:-1], [], 0
     while i < len(body):
         char = body[i]
-        if char == "\\" and i + 1 < len(body):
+        if char == "\\" and escapes and i + 1 < len(body):
             out.append(_ESCAPES.get(body[i + 1], body[i + 1]))
             i += 2
         elif char == quote and body[i + 1 : i + 2] == quote:
@@ -155,19 +166,20 @@ def _unquoted_string(quoted: str) -> str:
     return "".join(out)
 
 
-def tokens(statement: str, *, ansi_quotes: bool = True) -> list[Token]:
+def tokens(statement: str, *, ansi_quotes: bool = True, backslash_escapes: bool = True) -> list[Token]:
     """The tokens of ``statement``; comments dropped, the text of ``/*!NNNNN ... */`` kept.
-    A double-quoted text is an identifier with ``ansi_quotes`` (sql_mode ANSI_QUOTES), else a string."""
+    A double-quoted text is an identifier with ``ansi_quotes`` (sql_mode ANSI_QUOTES), else a
+    string; backslashes in strings escape unless not ``backslash_escapes`` (NO_BACKSLASH_ESCAPES)."""
     found: list[Token] = []
     line, spaced = 1, True
-    for match in _TOKEN.finditer(statement):
+    for match in _TOKENS[backslash_escapes].finditer(statement):
         kind, text, offset = match.lastgroup, match.group(), match.start()
         if kind == "ident":
             found.append(Token("ident", text[1:-1].replace("``", "`"), line, spaced, offset))
         elif kind == "dquoted" and ansi_quotes:
             found.append(Token("ident", text[1:-1].replace('""', '"'), line, spaced, offset))
         elif kind in ("string", "dquoted"):
-            found.append(Token("string", _unquoted_string(text), line, spaced, offset))
+            found.append(Token("string", _unquoted_string(text, backslash_escapes), line, spaced, offset))
         elif kind in ("word", "op"):
             found.append(Token(kind, text, line, spaced, offset))
         spaced = kind in ("space", "comment", "version_open", "comment_close") or (kind == "op" and text == ",")
@@ -257,7 +269,7 @@ class Reader:
 
     def number(self, what: str) -> int:
         token = self.next(what)
-        if token.kind != "word" or not token.text.isdigit():
+        if not _is_digits(token):
             raise self.error(f"expected {what} (a number), found {token.text!r}", token)
         return int(token.text)
 
@@ -353,7 +365,7 @@ _MARIADB_BINARY_TYPES = {"INET4": 4, "INET6": 16, "UUID": 16}
 def _arguments(spec: ColumnSpec) -> list[int]:
     """The numbers in a type's parentheses: ``decimal(10,2)`` gives [10, 2]."""
     numbers = [token for token in spec.arguments if not (token.kind == "op" and token.text == ",")]
-    if not all(token.kind == "word" and token.text.isdigit() for token in numbers):
+    if not all(_is_digits(token) for token in numbers):
         raise ValueError(f"{spec.where}: column {spec.name!r}: expected numbers in {spec.type_name}(...)")
     return [int(token.text) for token in numbers]
 

@@ -15,7 +15,7 @@ import pymysql
 import pytest
 
 from binlog_codec import charsets
-from binlog_codec.create_table import default_collation, table_map_of, tokens
+from binlog_codec.create_table import default_collation, sql_text, table_map_of, tokens
 from binlog_codec.rows import read_rows
 from binlog_codec.table_map import ColumnType, sql_type
 from mariadb import binlog_of
@@ -296,3 +296,35 @@ def test_unsupported_input_is_a_clear_error(statement, message):
 def test_mariadb_types_are_unknown_to_mysql(definition):
     with pytest.raises(ValueError, match="unsupported type"):
         one_column(definition, "mysql")
+
+
+# -- the grammar DDL shares ------------------------------------------------------------
+
+
+def test_binary_attribute_picks_the_bin_collation():
+    assert one_column("`c` varchar(3) BINARY").collation_id == 47  # latin1_bin
+    assert one_column("`c` varchar(3) CHARACTER SET utf8mb4 BINARY", "mysql").collation_id == 46  # utf8mb4_bin
+    assert one_column("`c` varchar(3) BINARY COLLATE latin1_german1_ci").collation_id == 5
+
+
+def test_serial_default_value_is_not_null():
+    assert one_column("`n` int SERIAL DEFAULT VALUE").nullable is False
+
+
+def test_qualified_names_line_comments_and_spaced_introducers():
+    for name in ("db.t", "`db`.t", "db.`t`", "`db`.`t`"):
+        assert table_map_of(f"CREATE TABLE {name} (a int)", database="x").table == "t"
+    statement = "CREATE TABLE t ( -- a comment, (\n a int, # another\n b varchar(2) DEFAULT _latin1 'x' NOT NULL) CHARSET latin1"
+    table = table_map_of(statement, database="x")
+    assert [c.name for c in table.columns] == ["a", "b"] and table.columns[1].nullable is False
+    assert one_column("`café` int").name == "café"
+
+
+def test_tokens_follow_sql_mode_and_write_back():
+    assert [(t.kind, t.text) for t in tokens('"a""b"')] == [("ident", 'a"b')]
+    assert [(t.kind, t.text) for t in tokens('"a""b"', ansi_quotes=False)] == [("string", 'a"b')]
+    assert [t.text for t in tokens(r"'a\' b", backslash_escapes=False)] == ["a\\", "b"]
+    text = r"`x``y` + 'it''s \\ \t', f(1,2) - -3"
+    assert sql_text(tokens(text)) == "`x``y` + 'it''s \\\\ \t', f(1, 2) - -3"
+    assert sql_text(tokens(sql_text(tokens(text)))) == sql_text(tokens(text))
+    assert [t.offset for t in tokens("a /* c */ bc")] == [0, 10]
