@@ -36,6 +36,7 @@ SAMPLES = [str(REPO / "samples" / "mariadb-bin.000001"), str(REPO / "samples" / 
 WITH_GTID = str(path("blackbeam__rust_mysql_common/binlog_transaction_with_GTID.000001"))
 WITH_TAG = str(path("blackbeam__rust_mysql_common/binlog_transaction_with_GTID_TAG.000001"))
 ANONYMOUS = str(path("blackbeam__rust_mysql_common/binlog_transaction_with_anonymous_GTID.000001"))
+COMPRESSED = str(path("blackbeam__rust_mysql_common/transaction_compression.000001"))  # one TRANSACTION_PAYLOAD
 UUID = "006c2cf2-b1ea-11e4-9057-8c705a3d3e78"
 TAGGED_UUID = "55778904-0299-11f1-b1b8-4ef0c4956feb"
 
@@ -262,6 +263,7 @@ def _kept(capsys, files: list[str], option: str, text: str) -> list[tuple]:
         ([WITH_TAG], "--include-gtids", f"{TAGGED_UUID}:mytag:1-3"),
         ([WITH_TAG], "--include-gtids", f"{TAGGED_UUID}:1-3"),  # untagged: another GTID
         ([ANONYMOUS], "--exclude-gtids", f"{UUID}:1-100"),
+        ([COMPRESSED], "--include-gtids", f"{UUID}:1-100"),  # the payload's inner events go with it
         (SAMPLES, "--include-gtids", "0-1-3..5,0-1-8..8"),
         (SAMPLES, "--exclude-gtids", "0-1-7"),
     ],

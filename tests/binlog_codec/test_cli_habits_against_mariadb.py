@@ -35,6 +35,8 @@ from mariadb import HEADER_RE, REPO_ROOT, ROWS_TYPES, mariadb_binlog_path, raw_f
 pytestmark = pytest.mark.integration
 
 TABLE_MAP = 19
+MARIADB_GTID = 162
+ROW_EVENTS = {TABLE_MAP: "TABLE_MAP", **{code: "ROWS" for code in ROWS_TYPES}}
 DAY = 86400
 WHOLE_DOMAIN = 2**64 - 1  # the largest seq_no: D-S-WHOLE_DOMAIN holds all of domain D
 
@@ -105,13 +107,20 @@ def _utc(moment: int) -> str:
     return datetime.fromtimestamp(moment, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def _datetimes(habits: Habits, start: int | None, stop: int | None) -> list[str]:
+    """The datetime options for these seconds after the workload's first statement (None: no option)."""
+    options = [f"--start-datetime={_utc(habits.base + start)}"] if start is not None else []
+    return options + ([f"--stop-datetime={_utc(habits.base + stop)}"] if stop is not None else [])
+
+
 # -- what each tool selects --------------------------------------------------------------
 
 
-def reference(files: list[Path], *options: str) -> list[tuple[int, int, str]]:
-    """``(file index, position, kind)`` of the table maps (``TABLE_MAP``) and rows events (``ROWS``)
-    mariadb-binlog prints of ``files`` with ``options``, in order. A file starts with its format
-    description (``Start:``), which mariadb-binlog prints of every file it reads."""
+def reference(files: list[Path], *options: str, kinds: dict[int, str] = ROW_EVENTS) -> list[tuple[int, int, str]]:
+    """``(file index, position, kind)`` of the events of the types ``kinds`` names (by default
+    table maps, ``TABLE_MAP``, and rows events, ``ROWS``) mariadb-binlog prints of ``files``
+    with ``options``, in order. A file starts with its format description (``Start:``), which
+    mariadb-binlog prints of every file it reads."""
     proc = subprocess.run(
         [mariadb_binlog_path(), *options, *map(str, files)], capture_output=True, timeout=300, env=_env()
     )
@@ -124,8 +133,8 @@ def reference(files: list[Path], *options: str) -> list[tuple[int, int, str]]:
             continue
         index += header.group(6).startswith("Start: binlog")
         pos, code = frames[index][int(header.group(4))]
-        if code == TABLE_MAP or code in ROWS_TYPES:
-            selected.append((index, pos, "TABLE_MAP" if code == TABLE_MAP else "ROWS"))
+        if code in kinds:
+            selected.append((index, pos, kinds[code]))
     return selected
 
 
@@ -134,9 +143,8 @@ def ours(names: list[str], *options: str, stdin: bytes | None = None) -> list[tu
     given, or as the output names them (``(stdin)`` for ``-``)."""
     shown = []
     for event in _codec("events", "--json", *options, *names, stdin=stdin):
-        code = event["type_code"]
-        if code == TABLE_MAP or code in ROWS_TYPES:
-            shown.append((_index(names, event["file"]), event["pos"], "TABLE_MAP" if code == TABLE_MAP else "ROWS"))
+        if event["type_code"] in ROW_EVENTS:
+            shown.append((_index(names, event["file"]), event["pos"], ROW_EVENTS[event["type_code"]]))
     return shown
 
 
@@ -203,9 +211,15 @@ def test_the_workload_has_what_the_comparisons_need(habits):
     ],
 )
 def test_datetimes_select_what_mariadb_binlog_prints(habits, start, stop):
-    options = [f"--start-datetime={_utc(habits.base + start)}"] if start is not None else []
-    options += [f"--stop-datetime={_utc(habits.base + stop)}"] if stop is not None else []
-    assert_same_selection(habits.files, options)
+    assert_same_selection(habits.files, _datetimes(habits, start, stop))
+
+
+@pytest.mark.parametrize("start, stop", [(22, None), (None, 22), (65, 75)])
+def test_transactions_in_a_time_window_start_at_the_gtids_mariadb_binlog_prints(habits, start, stop):
+    options = _datetimes(habits, start, stop)
+    names = [str(path) for path in habits.files]
+    starts = [(_index(names, t["file"]), t["start"], "GTID") for t in _codec("transactions", "--json", *options, *names)]
+    assert starts == reference(habits.files, *options, kinds={MARIADB_GTID: "GTID"}) != []
 
 
 @pytest.mark.parametrize("start, stop", [(12, None), (None, 22)])
@@ -213,9 +227,7 @@ def test_datetimes_with_positions_as_mariadb_binlog(habits, start, stop):
     """From the first table map of the transaction committed at +30 (after its GTID event):
     a stop at +22 is its second table map (+25)."""
     first = reference(habits.files)[2][1]
-    options = [f"--start-position={first}", "--stop-position=600"]
-    options += [f"--start-datetime={_utc(habits.base + start)}"] if start is not None else []
-    options += [f"--stop-datetime={_utc(habits.base + stop)}"] if stop is not None else []
+    options = [f"--start-position={first}", "--stop-position=600", *_datetimes(habits, start, stop)]
     assert_same_selection(habits.files, options)
     assert len(reference(habits.files, *options)) == (2 if stop else 12)
 
