@@ -80,7 +80,7 @@ class EventSelection:
     database. Give it every event of the file in order (:meth:`keeps`), dropped ones too: it
     follows the GTID of the current transaction and the database of each table id."""
 
-    def __init__(self, gtids: GtidSelection | None, database: str | None) -> None:
+    def __init__(self, gtids: GtidSelection, database: str | None) -> None:
         self._gtids, self._database = gtids, database
         self._gtid: str | None = None
         self._databases: dict[int, str] = {}  # table id -> database, from the table maps read
@@ -92,7 +92,7 @@ class EventSelection:
             self._databases[event.table_id] = event.database
         if event.type_code in OUTSIDE:
             return True
-        if self._gtids is not None and not self._gtids.keeps(self._gtid, event.file):
+        if not self._gtids.keeps(self._gtid, event.file):
             return False
         return self._database is None or self._table_database(event) in (None, self._database)
 
