@@ -41,6 +41,11 @@ character outside the Basic Multilingual Plane (an emoji) comes out with ``?``
 in its place, and so does its value in the table map derived from it.
 
 Unsupported syntax raises ``ValueError`` naming the line and what was expected.
+
+The tokenizer and the grammar of column definitions (:func:`column_spec`, which keeps
+each column's DEFAULT, generated expression and AUTO_INCREMENT too) and of the statement's
+head and body (:func:`table_head`, :func:`table_body`) are also those of
+:mod:`binlog_codec.ddl`, which reads the DDL statements of QUERY events.
 """
 
 from __future__ import annotations
@@ -530,8 +535,9 @@ class _Builder:
 
 # -- definitions -------------------------------------------------------------------
 
+# The words that begin a key or constraint rather than a column definition.
 KEY_WORDS = ("PRIMARY", "UNIQUE", "KEY", "INDEX", "FULLTEXT", "SPATIAL", "CONSTRAINT", "FOREIGN", "CHECK", "PERIOD",
-              "VECTOR")
+             "VECTOR")
 _SKIPPED_ATTRIBUTES = ("VISIBLE",)
 _ATTRIBUTES_WITH_VALUE = ("COLUMN_FORMAT", "STORAGE", "SRID", "REF_SYSTEM_ID", "ENGINE_ATTRIBUTE",
                           "SECONDARY_ENGINE_ATTRIBUTE", "COMMENT")
@@ -735,13 +741,12 @@ def _name_parts(token: Token) -> list[str | None]:
 
 def qualified_name(reader: Reader, what: str) -> tuple[str | None, str]:
     """``name`` or ``db.name``, quoted or not: (the database or None, the name)."""
-    token = reader.next(what)
-    if token.kind not in ("ident", "word"):
-        raise reader.error(f"expected {what}, found {token.text!r}", token)
-    parts = _name_parts(token)
-    while parts[-1] is None or _adjacent_op(reader, ".") or _adjacent_dotted(reader):
+    parts: list[str | None] = []
+    while not parts or parts[-1] is None or _adjacent_dotted(reader):
         token = reader.next(what)
-        parts += [None] if token.kind == "op" else _name_parts(token)
+        if token.kind not in ("ident", "word"):
+            raise reader.error(f"expected {what}, found {token.text!r}", token)
+        parts += _name_parts(token)
     names = [part for part in parts if part is not None]
     if len(names) != len(parts) - len(names) + 1 or len(names) > 2:
         raise reader.error(f"expected {what}, found {'.'.join(names)!r}", token)
@@ -749,6 +754,7 @@ def qualified_name(reader: Reader, what: str) -> tuple[str | None, str]:
 
 
 def _adjacent_dotted(reader: Reader) -> bool:
+    """Whether a word beginning with a dot (`.t`, or `.` before a quoted name) follows without a space."""
     token = reader.peek()
     return token is not None and not token.spaced and token.kind == "word" and token.text.startswith(".")
 
