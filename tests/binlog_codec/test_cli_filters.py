@@ -24,7 +24,6 @@ from binlog_codec.cli import main
 from binlog_codec.cli_select import gtid_set_option
 from binlog_codec.cli_time import TimeWindow, event_time, parse_datetime
 from binlog_codec.event_types import EventType
-from binlog_codec.gtid_set import GtidSet
 from binlog_codec.transactions import OUTSIDE
 from cli_run import run
 from fixture_facts import path
