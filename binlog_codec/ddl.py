@@ -21,8 +21,9 @@ gives :class:`~binlog_codec.schema_change.NotUnderstood` with the reason and the
 where reading stopped, so that a schema history knows it no longer knows the table.
 That includes CREATE TABLE ... SELECT (the columns come from a query),
 partition operations that remove or bring rows (DROP/TRUNCATE/EXCHANGE PARTITION, IMPORT
-TABLESPACE), MariaDB's system versioning and sequences, and any word the grammar does
-not expect. Statements that change no table's columns (DML, transaction control,
+and DISCARD TABLESPACE), MariaDB's system versioning (hidden columns the statement does not
+list) and sequences, CONVERT TO CHARACTER SET binary or DEFAULT, and any word the grammar
+does not expect. Statements that change no table's columns (DML, transaction control,
 databases, views, routines, triggers, users) give
 :class:`~binlog_codec.schema_change.NotSchemaChange`.
 """
@@ -102,7 +103,7 @@ _OPTIONS = frozenset(
     "PACK_KEYS PAGE_CHECKSUM PAGE_COMPRESSED PAGE_COMPRESSION_LEVEL PASSWORD ROW_FORMAT SECONDARY_ENGINE "
     "SECONDARY_ENGINE_ATTRIBUTE SECONDARY_LOAD SECONDARY_UNLOAD STATS_AUTO_RECALC STATS_PERSISTENT "
     "STATS_SAMPLE_PAGES TABLESPACE TRANSACTIONAL TYPE UNION WITH WITHOUT ANALYZE OPTIMIZE REBUILD REPAIR "
-    "COALESCE REORGANIZE REMOVE PARTITION UPGRADE".split()
+    "COALESCE REORGANIZE REMOVE PARTITION UPGRADE CHECK".split()
 )
 _ROWS_MOVED = {"DISCARD": "DISCARD TABLESPACE", "IMPORT": "IMPORT TABLESPACE",
                "EXCHANGE": "EXCHANGE PARTITION", "TRUNCATE": "TRUNCATE PARTITION"}
@@ -205,6 +206,7 @@ def _create_table(reader: Reader, database: str | None) -> Change:
     query = _query_word(reader.items[reader.pos :])
     if query is not None:
         raise reader.error("CREATE TABLE ... SELECT: the columns come from a query the binlog does not describe", query)
+    _refuse_system_versioning(reader)
     table_body(reader, table)
     return TableCreated(model_of(table, database), table.if_not_exists, table.or_replace)
 
@@ -236,6 +238,14 @@ def _query_word(items: list[Token]) -> Token | None:
         elif depth == 0 and token.is_word("PARTITION"):
             return None
     return None
+
+
+def _refuse_system_versioning(reader: Reader) -> None:
+    """MariaDB's ``WITH SYSTEM VERSIONING`` (of the table or of a column) adds hidden ROW START
+    and ROW END columns that rows events carry but the statement does not list."""
+    for token, following in zip(reader.items, reader.items[1:]):
+        if token.is_word("WITH") and following.is_word("SYSTEM"):
+            raise reader.error("WITH SYSTEM VERSIONING adds columns the statement does not list", token)
 
 
 def _create_index(reader: Reader, database: str | None, found: Token) -> Change:
@@ -341,6 +351,7 @@ def _alter(reader: Reader, database: str | None) -> Change:
     if_exists = _if_exists(reader, "EXISTS")
     table = _table_name(reader, database)
     _skip_wait(reader)
+    _refuse_system_versioning(reader)
     operations: list[Operation] = []
     for part in split_at_commas(reader.items[reader.pos :]):
         operations += _operation(Reader(part, reader.lines, "ALTER TABLE operation"), database)
@@ -411,6 +422,7 @@ def _add(reader: Reader, database: str | None) -> list[Operation]:
 def _add_key(reader: Reader) -> Operation:
     """``[CONSTRAINT [name]] PRIMARY KEY [USING type] (columns)``; other keys leave rows as they are."""
     if reader.take_word("CONSTRAINT"):
+        _if_exists(reader, "NOT", "EXISTS")
         token = reader.peek()
         if token is not None and not token.is_word(*KEY_WORDS):
             reader.name("a constraint name")

@@ -133,6 +133,8 @@ def test_create_forms(statement, expected):
         "CREATE TABLE t2 (a int) IGNORE AS SELECT a FROM t1",
         "CREATE TABLE t2 (a int) AS TABLE t1",
         "CREATE SEQUENCE s",
+        "CREATE TABLE t (a int) WITH SYSTEM VERSIONING",
+        "CREATE TABLE t (a int WITH SYSTEM VERSIONING, b int)",
     ],
 )
 def test_create_forms_not_understood(statement):
@@ -183,6 +185,9 @@ def test_double_quotes_follow_ansi_quotes():
         ("ALTER TABLE t RENAME u", (RenameTable(TableName("db", "u")),)),
         ("ALTER TABLE t ADD PRIMARY KEY (a, b)", (SetPrimaryKey(("a", "b")),)),
         ("ALTER TABLE t ADD CONSTRAINT pk PRIMARY KEY USING BTREE (`a`)", (SetPrimaryKey(("a",)),)),
+        ("ALTER TABLE t ADD CONSTRAINT IF NOT EXISTS PRIMARY KEY (a)", (SetPrimaryKey(("a",)),)),
+        ("ALTER TABLE t CHECK PARTITION p0, REORGANIZE PARTITION p1 INTO (PARTITION p2 VALUES LESS THAN (5))",
+         (NoRowChange("CHECK PARTITION p0"), NoRowChange("REORGANIZE PARTITION p1 INTO (PARTITION p2 VALUES LESS THAN (5))"))),
         ("ALTER TABLE t DROP PRIMARY KEY", (DropPrimaryKey(),)),
         ("ALTER TABLE t DROP CONSTRAINT `PRIMARY`", (DropPrimaryKey(),)),
         ("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin", (ConvertCharset("utf8mb4", "utf8mb4_bin"),)),
@@ -220,6 +225,8 @@ def test_alter_table_names_and_mariadb_if_exists():
         ("ALTER TABLE t EXCHANGE PARTITION p0 WITH TABLE u", "EXCHANGE PARTITION"),
         ("ALTER TABLE t IMPORT TABLESPACE", "IMPORT TABLESPACE"),
         ("ALTER TABLE t ADD SYSTEM VERSIONING", "system versioning"),
+        ("ALTER TABLE t ADD COLUMN c int WITH SYSTEM VERSIONING", "WITH SYSTEM VERSIONING"),
+        ("ALTER TABLE t DISCARD TABLESPACE", "DISCARD TABLESPACE"),
         ("ALTER TABLE t CONVERT TO CHARACTER SET binary", "not modelled"),
         ("ALTER TABLE t FROBNICATE", "expected an ALTER TABLE operation, found 'FROBNICATE'"),
         ("ALTER TABLE t ADD COLUMN b int frobnicate", "expected a column attribute, found 'frobnicate'"),
