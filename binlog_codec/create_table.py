@@ -705,9 +705,20 @@ def _key(reader: Reader, table: Table) -> None:
             table.unique_keys.append(parts)
 
 
+def starts_key(items: list[Token]) -> bool:
+    """Whether a definition is a key or constraint rather than a column: PERIOD and VECTOR begin
+    one only as ``PERIOD FOR`` and ``VECTOR INDEX|KEY``, else they may be a column's name."""
+    following = items[1] if len(items) > 1 else None
+    if items[0].is_word("PERIOD"):
+        return following is not None and following.is_word("FOR")
+    if items[0].is_word("VECTOR"):
+        return following is not None and following.is_word("INDEX", "KEY")
+    return items[0].is_word(*KEY_WORDS)
+
+
 def _definition(items: list[Token], table: Table, lines: list[str]) -> None:
     reader = Reader(items, lines, "definition")
-    if items[0].kind == "word" and items[0].is_word(*KEY_WORDS):
+    if starts_key(items):
         _key(reader, table)
     else:
         table.columns.append(column_spec(reader))

@@ -41,6 +41,7 @@ from .create_table import (
     qualified_name,
     split_at_commas,
     sql_text,
+    starts_key,
     table_body,
     table_head,
     table_options,
@@ -168,6 +169,12 @@ def _if_exists(reader: Reader, *words: str) -> bool:
     for word in words:
         reader.expect_word(word)
     return True
+
+
+def _phrase(reader: Reader, *words: str) -> bool:
+    """Whether the next tokens are ``words``."""
+    following = [reader.peek(ahead) for ahead in range(len(words))]
+    return all(token is not None and token.is_word(word) for token, word in zip(following, words))
 
 
 def _object(reader: Reader) -> Token | None:
@@ -401,11 +408,11 @@ def _add(reader: Reader, database: str | None) -> list[Operation]:
     """``ADD [COLUMN] [IF NOT EXISTS] definition [FIRST|AFTER c]``, ``ADD [COLUMN] (definition, ...)``,
     or a key, constraint or partition."""
     token = reader.peek()
-    if token is not None and token.is_word("SYSTEM", "PERIOD"):
+    if _phrase(reader, "SYSTEM", "VERSIONING") or _phrase(reader, "PERIOD", "FOR", "SYSTEM_TIME"):
         raise reader.error("MariaDB's system versioning adds columns the binlog does not describe", token)
     if token is not None and token.is_word("PARTITION"):
         return [NoRowChange(sql_text(reader.items))]
-    if token is not None and token.is_word(*KEY_WORDS):
+    if token is not None and starts_key(reader.items[reader.pos :]):
         return [_add_key(reader)]
     reader.take_word("COLUMN")
     if_not_exists = _if_exists(reader, "NOT", "EXISTS")
@@ -439,9 +446,9 @@ def _add_key(reader: Reader) -> Operation:
 
 def _drop_part(reader: Reader, database: str | None) -> list[Operation]:
     """``DROP [COLUMN] [IF EXISTS] c``, ``DROP PRIMARY KEY``, ``DROP {INDEX|KEY|FOREIGN KEY|CHECK|CONSTRAINT} x``."""
+    if _phrase(reader, "PARTITION") or _phrase(reader, "SYSTEM", "VERSIONING") or _phrase(reader, "PERIOD", "FOR"):
+        raise reader.error(f"DROP {reader.peek().text.upper()} removes rows or columns the binlog does not describe")
     token = reader.next("what to drop")
-    if token.is_word("PARTITION", "SYSTEM", "PERIOD"):
-        raise reader.error(f"DROP {token.text.upper()} removes rows or columns the binlog does not describe", token)
     if token.is_word("PRIMARY"):
         reader.expect_word("KEY")
         _end(reader)

@@ -549,3 +549,12 @@ def test_fixture_alters_applied_to_their_creates(queries, file, create, alter, s
     after = apply(before, change)
     assert lineage(before, after) == sources
     assert (after.database, after.name) == (before.database, before.name) == (change.table.database, change.table.name)
+
+
+def test_period_and_vector_may_name_columns():
+    created = model("CREATE TABLE t (period int, vector vector(3), PERIOD FOR p(period, period))")
+    assert [c.name for c in created.columns] == ["period", "vector"]
+    assert operations("ALTER TABLE t ADD vector int, DROP period") == (AddColumn(column("vector int")), DropColumn("period"))
+    assert isinstance(parse("ALTER TABLE t DROP", "db"), NotUnderstood)
+    assert operations("ALTER TABLE t ADD PERIOD FOR p(s, e)") == (NoRowChange("ADD PERIOD FOR p(s, e)"),)
+    assert isinstance(parse("ALTER TABLE t ADD PERIOD FOR SYSTEM_TIME(s, e)", "db"), NotUnderstood)
