@@ -32,8 +32,12 @@ dags = {}
 for dag_id, dag in bag.dags.items():
     timetable = coerce_to_core_timetable(dag.timetable)
     interval = timetable.infer_manual_data_interval(run_after=pendulum.datetime(2026, 3, 4, 5, 6, tz="UTC"))
+    condition = getattr(dag.timetable, "asset_condition", None)
     dags[dag_id] = {
         "file": dag.fileloc,
+        "description": dag.description,
+        "doc_md": dag.doc_md,
+        "scheduled_on": None if condition is None else [type(condition).__name__, getattr(condition, "name", None)],
         "timetable": type(dag.timetable).__name__,
         "interval": [interval.start.isoformat(), interval.end.isoformat()],
         "catchup": dag.catchup,
@@ -45,6 +49,7 @@ for dag_id, dag in bag.dags.items():
                 "retries": task.retries,
                 "retry_delay": task.retry_delay.total_seconds(),
                 "trigger_rule": task.trigger_rule.value,
+                "outlets": [[type(outlet).__name__, outlet.name] for outlet in task.outlets],
             }
             for task in dag.tasks
         },
@@ -112,3 +117,21 @@ def test_binlog_ingest_retries_every_task_after_a_short_delay(loaded):
     for task, info in loaded["dags"]["binlog_ingest"]["tasks"].items():
         assert info["retries"] >= 1, task
         assert 0 < info["retry_delay"] <= 120, task
+
+
+def test_every_dag_says_what_it_does(loaded):
+    for dag_id, dag in loaded["dags"].items():
+        assert dag["description"] and len(dag["description"]) <= 200, dag_id  # the one line the DAG list shows
+        assert dag["doc_md"] and dag_id in dag["doc_md"], dag_id  # the DAG's page: its module text
+
+
+def test_binlog_ingest_publishes_its_table_events_through_one_alias(loaded):
+    tasks = loaded["dags"]["binlog_ingest"]["tasks"]
+    assert {task: info["outlets"] for task, info in tasks.items() if info["outlets"]} == {
+        "publish": [["AssetAlias", "binlake_tables"]]}
+
+
+def test_the_example_downstream_dag_is_scheduled_on_that_alias(loaded):
+    dag = loaded["dags"]["binlake_downstream_example"]
+    assert dag["timetable"] == "AssetTriggeredTimetable"
+    assert dag["scheduled_on"] == ["AssetAlias", "binlake_tables"]
