@@ -1,12 +1,17 @@
 """A table's model after a change: :func:`apply`.
 
-The operations of an ALTER TABLE are applied in the order written, each to the result of
-the one before, as the server reads them: ``ADD`` puts a column last, ``FIRST`` or ``AFTER``
-the named column (among the columns as they are at that point); ``CHANGE``/``MODIFY`` keep
-the column where it was unless ``FIRST``/``AFTER`` says otherwise; a renamed column keeps
-its place in the primary key; a dropped column leaves the key; the columns of a primary key
-become NOT NULL. Each column of the result records in ``was`` its name in ``model`` (None for
-a column added), which :func:`binlog_codec.column_lineage.lineage` reads.
+An ALTER TABLE is applied as the server applies it (``mysql_prepare_alter_table`` in
+MySQL's and MariaDB's ``sql_table.cc``), not operation by operation: the columns named by
+DROP, CHANGE, MODIFY, RENAME COLUMN and ALTER COLUMN are those of the table before the
+statement (so ``RENAME COLUMN a TO b, RENAME COLUMN b TO a`` swaps two columns, and
+``IF [NOT] EXISTS`` looks at the table before it). The columns kept go first, in their
+order, each changed where its CHANGE or MODIFY has no position; then, in the order written,
+each added column goes last or where its ``FIRST``/``AFTER`` says, and so does each changed
+column with a position (``AFTER`` names a column of the new table). The primary key follows
+its columns' renames and loses those dropped; DROP PRIMARY KEY is done before ADD PRIMARY
+KEY, and the columns of the primary key become NOT NULL. Each column of the result records
+in ``was`` its name in ``model`` (None for a column added), which
+:func:`binlog_codec.column_lineage.lineage` reads.
 
 A change that does not fit the model (a column that is not there without ``IF EXISTS``,
 one added twice without ``IF NOT EXISTS``, a NotUnderstood statement) raises
@@ -17,7 +22,7 @@ the server's.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
+from typing import Callable, Iterable
 
 from .schema_change import (
     AddColumn,
@@ -68,10 +73,7 @@ def apply(model: TableModel | None, change: Change) -> TableModel | None:
     if isinstance(change, TablesRenamed):
         return _renamed(_existing(model, change), change)
     if isinstance(change, TableAltered):
-        result = _fresh(_existing(model, change))
-        for operation in change.operations:
-            result = _OPERATIONS[type(operation)](result, operation)
-        return result
+        return _altered(_existing(model, change), change.operations)
     raise ModelMismatch(f"{type(change).__name__} cannot be applied to a model: {change}")
 
 
@@ -94,90 +96,110 @@ def _renamed(model: TableModel, change: TablesRenamed) -> TableModel:
     return model
 
 
-# -- operations ----------------------------------------------------------------------
+# -- ALTER TABLE -------------------------------------------------------------------------
+
+_COLUMN_OPERATIONS = (AddColumn, DropColumn, ChangeColumn, RenameColumn, AlterDefault)
 
 
-def _index(model: TableModel, name: str) -> int:
-    index = model.index(name)
-    if index is None:
-        raise ModelMismatch(f"table {model.name!r} has no column {name!r}")
-    return index
+def _altered(model: TableModel, operations: Iterable[Operation]) -> TableModel:
+    operations = list(operations)
+    columns = _columns(model, [op for op in operations if isinstance(op, _COLUMN_OPERATIONS)])
+    result = replace(model, columns=columns, primary_key=_key_followed(model, columns))
+    if any(isinstance(op, DropPrimaryKey) for op in operations):
+        result = replace(result, primary_key=())
+    for operation in operations:
+        if not isinstance(operation, (*_COLUMN_OPERATIONS, DropPrimaryKey)):
+            result = _TABLE_OPERATIONS[type(operation)](result, operation)
+    return _keyed(result)
 
 
-def _insert(model: TableModel, column: ColumnModel, position: Position, default_index: int) -> TableModel:
-    columns = list(model.columns)
+def _key(name: str) -> str:
+    return name.casefold()
+
+
+def _targets(model: TableModel, operations: list[Operation], kind: type) -> dict[str, Operation]:
+    """The operations of ``kind`` by the column of ``model`` they name; one naming no column
+    is skipped with IF EXISTS and refused without."""
+    found: dict[str, Operation] = {}
+    names = {_key(column.name) for column in model.columns}
+    for operation in operations:
+        if not isinstance(operation, kind):
+            continue
+        name = operation.name if isinstance(operation, (DropColumn, AlterDefault)) else operation.old_name
+        if _key(name) in found:
+            raise ModelMismatch(f"column {name!r} of table {model.name!r} is named by two operations")
+        if _key(name) in names:
+            found[_key(name)] = operation
+        elif not operation.if_exists:
+            raise ModelMismatch(f"table {model.name!r} has no column {name!r}")
+    return found
+
+
+def _as_change(model: TableModel, operation: ChangeColumn | RenameColumn) -> ChangeColumn:
+    """RENAME COLUMN as the CHANGE that keeps the column's definition."""
+    if isinstance(operation, ChangeColumn):
+        return operation
+    column = model.column(operation.old_name)
+    return ChangeColumn(operation.old_name, replace(column, name=operation.new_name))
+
+
+def _columns(model: TableModel, operations: list[Operation]) -> tuple[ColumnModel, ...]:
+    """The columns after the column operations of one ALTER TABLE (see the module's docstring)."""
+    dropped = _targets(model, operations, DropColumn)
+    named = _targets(model, operations, (ChangeColumn, RenameColumn))
+    changes = {name: _as_change(model, operation) for name, operation in named.items()}
+    defaults = _targets(model, operations, AlterDefault)
+    placed: list[ColumnModel] = []
+    for column in model.columns:
+        name = _key(column.name)
+        change = changes.get(name)
+        if name in dropped or (change is not None and change.position is not None):
+            continue
+        kept = column if change is None else change.column
+        default = defaults.get(name)
+        placed.append(replace(kept, was=column.name, default=kept.default if default is None else default.default))
+    known = {_key(column.name) for column in model.columns}  # what IF NOT EXISTS looks at
+    for operation in operations:
+        if isinstance(operation, AddColumn) and not (operation.if_not_exists and _key(operation.column.name) in known):
+            _place(placed, replace(operation.column, was=None), operation.position)
+            known.add(_key(operation.column.name))
+        elif isinstance(operation, ChangeColumn) and operation.position and _key(operation.old_name) in changes:
+            _place(placed, replace(operation.column, was=model.column(operation.old_name).name), operation.position)
+    _unique(model, placed)
+    return tuple(placed)
+
+
+def _place(columns: list[ColumnModel], column: ColumnModel, position: Position) -> None:
     if isinstance(position, First):
-        index = 0
+        columns.insert(0, column)
     elif isinstance(position, After):
-        index = _index(model, position.column) + 1
+        index = next((i for i, c in enumerate(columns) if _key(c.name) == _key(position.column)), None)
+        if index is None:
+            raise ModelMismatch(f"no column {position.column!r} to put {column.name!r} after")
+        columns.insert(index + 1, column)
     else:
-        index = default_index
-    columns.insert(index, column)
-    return _keyed(replace(model, columns=tuple(columns)))
+        columns.append(column)
+
+
+def _unique(model: TableModel, columns: list[ColumnModel]) -> None:
+    seen: set[str] = set()
+    for column in columns:
+        if _key(column.name) in seen:
+            raise ModelMismatch(f"table {model.name!r} would have two columns {column.name!r}")
+        seen.add(_key(column.name))
+
+
+def _key_followed(model: TableModel, columns: tuple[ColumnModel, ...]) -> tuple[str, ...]:
+    """The primary key with its columns' new names, without the columns dropped."""
+    renamed = {_key(column.was): column.name for column in columns if column.was is not None}
+    return tuple(renamed[_key(name)] for name in model.primary_key if _key(name) in renamed)
 
 
 def _keyed(model: TableModel) -> TableModel:
     """The columns of the primary key made NOT NULL, as the server makes them."""
-    key = {name.casefold() for name in model.primary_key}
-    columns = tuple(replace(c, nullable=False) if c.name.casefold() in key else c for c in model.columns)
+    key = {_key(name) for name in model.primary_key}
+    columns = tuple(replace(c, nullable=False) if _key(c.name) in key else c for c in model.columns)
     return replace(model, columns=columns)
-
-
-def _without(model: TableModel, index: int) -> TableModel:
-    """``model`` without its column at ``index``, also left out of the primary key."""
-    name = model.columns[index].name.casefold()
-    return replace(
-        model,
-        columns=model.columns[:index] + model.columns[index + 1 :],
-        primary_key=tuple(key for key in model.primary_key if key.casefold() != name),
-    )
-
-
-def _renamed_in_key(model: TableModel, old: str, new: str) -> tuple[str, ...]:
-    return tuple(new if key.casefold() == old.casefold() else key for key in model.primary_key)
-
-
-def _add(model: TableModel, operation: AddColumn) -> TableModel:
-    if model.index(operation.column.name) is not None:
-        if operation.if_not_exists:
-            return model
-        raise ModelMismatch(f"table {model.name!r} already has a column {operation.column.name!r}")
-    return _insert(model, replace(operation.column, was=None), operation.position, len(model.columns))
-
-
-def _drop(model: TableModel, operation: DropColumn) -> TableModel:
-    if operation.if_exists and model.index(operation.name) is None:
-        return model
-    return _without(model, _index(model, operation.name))
-
-
-def _change(model: TableModel, operation: ChangeColumn) -> TableModel:
-    if operation.if_exists and model.index(operation.old_name) is None:
-        return model
-    index = _index(model, operation.old_name)
-    old = model.columns[index]
-    clash = model.index(operation.column.name)
-    if clash not in (None, index):
-        raise ModelMismatch(f"table {model.name!r} already has a column {operation.column.name!r}")
-    key = _renamed_in_key(model, old.name, operation.column.name)
-    rest = replace(_without(model, index), primary_key=key)
-    return _insert(rest, replace(operation.column, was=old.was), operation.position, index)
-
-
-def _rename_column(model: TableModel, operation: RenameColumn) -> TableModel:
-    if operation.if_exists and model.index(operation.old_name) is None:
-        return model
-    old = model.columns[_index(model, operation.old_name)]
-    return _change(model, ChangeColumn(old.name, replace(old, name=operation.new_name)))
-
-
-def _alter_default(model: TableModel, operation: AlterDefault) -> TableModel:
-    if operation.if_exists and model.index(operation.name) is None:
-        return model
-    index = _index(model, operation.name)
-    columns = list(model.columns)
-    columns[index] = replace(columns[index], default=operation.default)
-    return replace(model, columns=tuple(columns))
 
 
 def _rename_table(model: TableModel, operation: RenameTable) -> TableModel:
@@ -185,12 +207,10 @@ def _rename_table(model: TableModel, operation: RenameTable) -> TableModel:
 
 
 def _set_primary_key(model: TableModel, operation: SetPrimaryKey) -> TableModel:
-    names = tuple(model.columns[_index(model, name)].name for name in operation.columns)
-    return _keyed(replace(model, primary_key=names))
-
-
-def _drop_primary_key(model: TableModel, operation: DropPrimaryKey) -> TableModel:
-    return replace(model, primary_key=())
+    columns = [model.column(name) for name in operation.columns]
+    if None in columns:
+        raise ModelMismatch(f"table {model.name!r} has no column for its primary key {operation.columns}")
+    return replace(model, primary_key=tuple(column.name for column in columns))
 
 
 def _convert(model: TableModel, operation: ConvertCharset) -> TableModel:
@@ -212,15 +232,9 @@ def _unchanged(model: TableModel, operation: NoRowChange) -> TableModel:
     return model
 
 
-_OPERATIONS: dict[type, Callable[[TableModel, Operation], TableModel]] = {
-    AddColumn: _add,
-    DropColumn: _drop,
-    ChangeColumn: _change,
-    RenameColumn: _rename_column,
-    AlterDefault: _alter_default,
+_TABLE_OPERATIONS: dict[type, Callable[[TableModel, Operation], TableModel]] = {
     RenameTable: _rename_table,
     SetPrimaryKey: _set_primary_key,
-    DropPrimaryKey: _drop_primary_key,
     ConvertCharset: _convert,
     TableDefaults: _table_defaults,
     NoRowChange: _unchanged,

@@ -558,3 +558,19 @@ def test_period_and_vector_may_name_columns():
     assert isinstance(parse("ALTER TABLE t DROP", "db"), NotUnderstood)
     assert operations("ALTER TABLE t ADD PERIOD FOR p(s, e)") == (NoRowChange("ADD PERIOD FOR p(s, e)"),)
     assert isinstance(parse("ALTER TABLE t ADD PERIOD FOR SYSTEM_TIME(s, e)", "db"), NotUnderstood)
+
+
+def test_apply_names_the_columns_of_the_table_before_the_statement():
+    """As the server's mysql_prepare_alter_table: renames swap, IF [NOT] EXISTS looks at the old table."""
+    swapped = applied("ALTER TABLE t RENAME COLUMN b TO c, RENAME COLUMN c TO b")
+    assert [(c.name, c.type, c.was) for c in swapped.columns] == [("a", "INT", "a"), ("c", "VARCHAR(10)", "b"),
+                                                                 ("b", "TEXT", "c")]
+    assert names(applied("ALTER TABLE t DROP b, ADD COLUMN IF NOT EXISTS b int")) == ["a", "c"]
+    assert names(applied("ALTER TABLE t MODIFY a int FIRST, CHANGE b d text AFTER c, ADD e int AFTER a")) == [
+        "a", "e", "c", "d"]
+    assert applied("ALTER TABLE t ADD PRIMARY KEY (b), DROP PRIMARY KEY").primary_key == ("b",)
+    assert applied("ALTER TABLE t CHANGE a id int, ADD COLUMN n int FIRST").primary_key == ("id",)
+    with pytest.raises(ModelMismatch, match="two operations"):
+        applied("ALTER TABLE t MODIFY b int, CHANGE b x int")
+    with pytest.raises(ModelMismatch, match="two columns"):
+        applied("ALTER TABLE t RENAME COLUMN b TO c")
