@@ -12,6 +12,12 @@ of :mod:`binlog_codec.create_table` (:func:`model_of`) and printed back as one
 Secondary keys, CHECK constraints, comments and storage options are left out: they do not
 change the rows a binlog logs. The primary key is the one the statement names (PRIMARY KEY,
 inline or as a key): the server's promotion of a UNIQUE NOT NULL key is not modelled.
+
+The model is what the statements say, not what the server adds on its own: a MySQL 8
+functional key part (``INDEX ((expr))``) adds a hidden generated column at the end of the
+table map, MariaDB a ``DB_ROW_HASH_n`` column per long UNIQUE key, and a TIMESTAMP column
+without explicit_defaults_for_timestamp gets NOT NULL DEFAULT CURRENT_TIMESTAMP; none of
+these is in the model (:func:`binlog_codec.create_table.table_map_of` knows the second).
 """
 
 from __future__ import annotations
