@@ -345,8 +345,8 @@ def _time_lag(lag: TimeLag) -> str:
     behind = "less than 1 s" if lag.seconds < 1 else duration(lag.seconds)
     if not lag.at_least:
         return f"<span class='bad'>{behind} behind</span>"
-    return (f"<span class='bad'>at least {behind} behind</span><span class='since'>the source has grown since a "
-            f"run read it ({_moment(lag.seen_at)})</span>")
+    return (f"<span class='bad'>at least {behind} behind</span><span class='since'>newer events are not timed: a "
+            f"run last read the source at {_moment(lag.seen_at)}</span>")
 
 
 def duration(seconds: float) -> str:

@@ -80,6 +80,7 @@ class TimeLag:
     last committed transaction (``last_commit``) to the newest event a run saw in the source
     (``newest_event``, seen at ``seen_at``). ``at_least``: the source has grown since (its newest
     object is not the one the run saw, or could not be listed), so newer events are not counted.
+    A source that cannot be listed counts as grown.
     ``seconds`` is None when unknown, ``unknown_reason`` saying why; ``up_to_date`` when the
     stream has read all its source holds (``seconds`` 0)."""
 
@@ -93,6 +94,8 @@ class TimeLag:
 
 
 NOT_TIMED = TimeLag(unknown_reason="not computed")
+GROWN = ("the source has grown since a run last read it; its newer events are timed when the next run "
+         "reads them")
 
 
 @dataclass(frozen=True)
@@ -316,12 +319,12 @@ def time_lag(stream: StreamStatus, seen: tuple[datetime, SourceSeen] | None) -> 
         return TimeLag(unknown_reason="no run has timed the source's newest event yet",
                        last_commit=stream.last_commit)
     seen_at, source = seen
-    grown = (stream.newest_object, stream.newest_size) != (source.file, source.size)
+    changed = (stream.newest_object, stream.newest_size) != (source.file, source.size)  # or not listed
     seconds = max(0.0, (source.event_time - stream.last_commit).total_seconds())
-    if grown and seconds == 0:
-        return TimeLag(unknown_reason="the source has grown since a run last read it; its newer events are "
-                       "timed when the next run reads them", last_commit=stream.last_commit, seen_at=seen_at)
-    return TimeLag(seconds, grown, None, source.event_time, stream.last_commit, seen_at)
+    if changed and seconds == 0:
+        reason = GROWN if stream.newest_object is not None else stream.unknown_reason
+        return TimeLag(unknown_reason=reason, last_commit=stream.last_commit, seen_at=seen_at)
+    return TimeLag(seconds, changed, None, source.event_time, stream.last_commit, seen_at)
 
 
 def last_seen(runs: list[RunStatus], failures: list["FailedRun"]) -> dict[str, tuple[datetime, SourceSeen]]:

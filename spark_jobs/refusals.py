@@ -128,10 +128,10 @@ def first_error(error: BaseException) -> str:
     return text if len(text) <= MAX_ERROR_CHARS else text[: MAX_ERROR_CHARS - 3] + "..."
 
 
-def record_failure(warehouse: Path, attempt: "Attempt", step: str, error: str) -> None:
+def record_failure(attempt: "Attempt", step: str, error: str) -> None:
     """Keep the failure of ``attempt`` at ``step`` with its first ``error`` line (replacing an
     earlier failure of the same run)."""
-    write_atomically(_failure_path(warehouse, attempt.stream, attempt.run_id), json.dumps({
+    write_atomically(_failure_path(attempt.warehouse, attempt.stream, attempt.run_id), json.dumps({
         "stream": attempt.stream,
         "source": attempt.source,
         "at": _now(),
@@ -199,4 +199,4 @@ class Attempt:
 
     def failed(self, step: str, error: BaseException) -> None:
         """Keep the run's failure at ``step``."""
-        record_failure(self.warehouse, self, step, first_error(error))
+        record_failure(self, step, first_error(error))

@@ -158,7 +158,7 @@ def failed_then_caught_up(spark, tmp_path_factory):
             pipeline.ingest(str(source), str(warehouse), spark=spark, validation=False)
     failing = status(warehouse, open_store)
     third = pipeline.ingest(str(source), str(warehouse), spark=spark, validation=False)
-    return {"source": source, "second_file": second_file, "first": first, "third": third, "grown": grown,
+    return {"source": source, "warehouse": warehouse, "second_file": second_file, "first": first, "third": third, "grown": grown,
             "failing": failing, "after": status(warehouse, open_store)}
 
 
@@ -200,7 +200,7 @@ def test_a_failed_run_is_listed_with_its_step_first_error_and_airflow_run(failed
 
 def test_a_later_success_of_the_stream_clears_its_failed_runs(failed_then_caught_up):
     assert failed_then_caught_up["after"].failures == []
-    assert not list((failed_then_caught_up["source"].parent).glob("**/_refusals/failed/*.json"))
+    assert not list((failed_then_caught_up["warehouse"] / refusals.FOLDER / refusals.FAILED).glob("*"))
 
 
 def test_runs_record_their_airflow_run_and_what_they_saw_of_the_source(failed_then_caught_up):
@@ -219,6 +219,10 @@ def test_the_lag_in_time_is_at_least_what_was_seen_once_the_source_has_grown():
     grown = replace(stream, newest_object="mariadb-bin.000011", newest_size=10)
     assert (time_lag(grown, seen).seconds, time_lag(grown, seen).at_least) == (300, True)
     assert time_lag(stream, None).unknown_reason == "no run has timed the source's newest event yet"
+    unlisted = replace(stream, newest_object=None, newest_size=None, lag_files=None, unknown_reason="cannot list")
+    assert (time_lag(unlisted, seen).seconds, time_lag(unlisted, seen).at_least) == (300, True)
+    caught_up = (seen[0], replace(seen[1], event_time=commit))
+    assert time_lag(unlisted, caught_up).unknown_reason == "cannot list" and time_lag(grown, caught_up).seconds is None
 
 
 def test_a_source_that_cannot_be_listed_has_an_unknown_lag_and_says_why(tmp_path):
