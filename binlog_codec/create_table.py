@@ -644,22 +644,41 @@ def _attribute(reader: Reader, spec: ColumnSpec) -> None:
         raise reader.error(f"expected a column attribute, found {token.text!r}", token)
 
 
+def _type_name(reader: Reader) -> tuple[str, str | None]:
+    """A column type's name with its synonyms resolved, and the character set it implies:
+    DOUBLE PRECISION is DOUBLE, LONG [VARCHAR] MEDIUMTEXT, LONG VARBINARY MEDIUMBLOB, CHARACTER
+    CHAR, CHAR VARYING VARCHAR, and NATIONAL CHAR/VARCHAR, NCHAR [VARYING] and NVARCHAR are
+    CHAR or VARCHAR in utf8mb3 ("Data Type Storage Requirements" and "String Data Types")."""
+    token = reader.next("a column type")
+    if token.kind != "word":
+        raise reader.error(f"expected a column type, found {token.text!r}", token)
+    name, charset = token.text.upper(), None
+    if name == "NATIONAL":
+        reader.expect_word("CHAR", "CHARACTER", "VARCHAR")
+        name, charset = reader.items[reader.pos - 1].text.upper(), "utf8mb3"
+    elif name in ("NCHAR", "NVARCHAR"):
+        name, charset = name[1:], "utf8mb3"
+    if name in ("CHAR", "CHARACTER"):
+        name = "VARCHAR" if reader.take_word("VARYING") or (charset and reader.take_word("VARCHAR")) else "CHAR"
+    elif name == "DOUBLE":
+        reader.take_word("PRECISION")
+    elif name == "LONG":
+        binary = reader.take_word("VARBINARY")
+        name = "MEDIUMBLOB" if binary else "MEDIUMTEXT"
+        if not binary:
+            reader.take_word("VARCHAR")
+    return name, charset
+
+
 def column_spec(reader: Reader) -> ColumnSpec:
     name_token = reader.peek()
     name = reader.name("a column name")
-    type_token = reader.next("a column type")
-    if type_token.kind != "word":
-        raise reader.error(f"expected a column type, found {type_token.text!r}", type_token)
-    type_name = type_token.text.upper()
-    if type_name in ("DOUBLE", "LONG") and reader.take_word("PRECISION", "VARCHAR"):
-        type_name = "DOUBLE" if type_name == "DOUBLE" else "MEDIUMTEXT"
-    elif type_name == "LONG":
-        type_name = "MEDIUMTEXT"
+    type_name, charset = _type_name(reader)
     arguments = []
     token = reader.peek()
     if token is not None and token.kind == "op" and token.text == "(":
         arguments = reader.group()
-    spec = ColumnSpec(name, reader.where(name_token), type_name, arguments)
+    spec = ColumnSpec(name, reader.where(name_token), type_name, arguments, charset=charset)
     if type_name == "SERIAL":  # BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE
         spec.unsigned = spec.not_null = spec.auto_increment = True
     while reader.peek() is not None:

@@ -38,6 +38,9 @@ TRICKY = (
       UNIQUE KEY `ux` (`x`), UNIQUE KEY `uz` (`z`(3)), UNIQUE KEY `uyz` (`y`, `z`)) CHARSET utf8mb3""",
     "CREATE TABLE `long_unique` (`x` INT, `b` BLOB, `t` TEXT, UNIQUE (`b`), UNIQUE (`t`), UNIQUE (`x`))",
     "CREATE TABLE `no_key` (`x` INT, `s` SET('a','b') CHARSET ucs2, `m` MEDIUMBLOB NOT NULL)",
+    """CREATE TABLE synonyms (a NATIONAL VARCHAR(10), b CHARACTER VARYING(3), c NCHAR(2), d NCHAR VARCHAR(4),
+      e LONG VARBINARY, f LONG VARCHAR, g DOUBLE PRECISION, h CHARACTER(5), i NVARCHAR(7), j VARCHAR(3) BINARY,
+      k CHAR(2) CHARACTER SET utf8mb4 BINARY) CHARSET latin1""",
 )
 
 
@@ -76,6 +79,7 @@ def tricky(mariadb):
         "INSERT INTO promoted VALUES (1, 2, 'a');",
         "INSERT INTO long_unique VALUES (1, 'x', 'y');",
         "INSERT INTO no_key VALUES (1, 'a,b', '');",
+        "INSERT INTO synonyms (a) VALUES ('x');",
     ]
     return database, logged_table_maps(binlog_of(mariadb, "\n".join(script)), database)
 
