@@ -16,7 +16,8 @@ site's own ``static/`` folder:
   light), and links to Great Expectations' website lose their address but keep their text,
   the newsletter footer goes;
 * a page's references to ``static/`` are made relative to the page (Great Expectations' favicon
-  link of a validation page points one folder too high).
+  link of a validation page points one folder too high), and its links to suite pages whose
+  names hold a percent sign are encoded so that they lead to them.
 
 :func:`check_self_contained` then raises :class:`NotSelfContained` when a page or a file of the
 site still refers to an http(s) URL of a host other than this one.
@@ -30,7 +31,7 @@ import re
 import shutil
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 STATIC = "static"
 # What the site's static/vendor/ folder gets from the XStatic packages: (package, file
@@ -128,6 +129,7 @@ _EXTERNAL_STYLE = re.compile(r'<link\b[^>]*?\bhref="(https?://[^"]*)"[^>]*>', re
 _GX_LOGO = re.compile(
     r"https://great-expectations-web-assets\.s3\.us-east-2\.amazonaws\.com/(?:logo-long|full_logo_dark)\.png"
     r"(?:\?[^\"'()\s]*)?")
+_PAGE_LINK = re.compile(r'(href=")((?![a-z][a-z0-9+.-]*://)[^"#?]+\.html)(#[^"]*)?"', re.I)
 _STATIC_REFERENCE = re.compile(r'((?:src|href)=")(?:\./|(?:\.\./)+)static/')
 _NEWSLETTER = re.compile(r"<footer>\s*<p>\s*Stay current on everything GX.*?</footer>", re.S)
 _EXTERNAL_LINK = re.compile(r'<a\s[^>]*?\bhref="https?://[^"]*"[^>]*>(.*?)</a>', re.S | re.I)
@@ -151,8 +153,8 @@ def make_self_contained(site: Path) -> None:
     elsewhere, add the files it then loads to ``site/static``, and check the result."""
     site = Path(site)
     for document in [*site.rglob("*.html"), *(site / STATIC).rglob("*.css")]:
-        document.write_text(rewrite(document.read_text(encoding="utf-8"), _static_from(site, document)),
-                            encoding="utf-8")
+        text = rewrite(document.read_text(encoding="utf-8"), _static_from(site, document))
+        document.write_text(_encode_page_links(text, document.parent), encoding="utf-8")
     _add_static_files(site / STATIC)
     check_self_contained(site)
 
@@ -175,6 +177,20 @@ def _local(tag: re.Match, local_tag: str, static: str) -> str:
         return tag[0]
     target = REPLACED[tag[1]]
     return "" if target is None else local_tag.format(f"{static}/{target}")
+
+
+def _encode_page_links(text: str, folder: Path) -> str:
+    """``text`` with each link to a page of ``folder``'s site whose file name holds a percent
+    sign (a percent-encoded database or table name in a suite's name) encoded as a browser
+    decodes it: Great Expectations writes the links to suite pages as the file names are."""
+
+    def encoded(link: re.Match) -> str:
+        target = link[2]
+        if (folder / unquote(target)).is_file() or not (folder / target).is_file():
+            return link[0]
+        return f'{link[1]}{quote(target, safe="/:")}{link[3] or ""}"'
+
+    return _PAGE_LINK.sub(encoded, text)
 
 
 def _static_from(site: Path, document: Path) -> str:

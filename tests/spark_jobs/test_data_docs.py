@@ -135,6 +135,22 @@ def test_a_library_the_module_does_not_know_fails_the_build(tmp_path):
     assert "vega@5" not in (site / "index.html").read_text()
 
 
+def test_a_link_to_the_suite_page_of_a_percent_encoded_name_leads_to_it(tmp_path):
+    """A table named ``a.b`` has the suite ``shop:a%2Eb`` and the page ``expectations/shop:a%2Eb.html``;
+    Great Expectations links it as the file is named, which a browser decodes to ``shop:a.b.html``."""
+    site = tmp_path / "data_docs"
+    (site / "static").mkdir(parents=True)
+    (site / "expectations").mkdir()
+    (site / "expectations" / "shop:a%2Eb.html").write_text("<html><body>the suite</body></html>")
+    (site / "index.html").write_text('<html><body><a href="expectations/shop:a%2Eb.html">shop:a%2Eb</a>'
+                                     '<a href="expectations/shop:a%2Eb.html#section-1">its first section</a>'
+                                     "</body></html>")
+    make_self_contained(site)
+    links = references((site / "index.html").read_text())
+    assert links == ["expectations/shop:a%252Eb.html", "expectations/shop:a%252Eb.html#section-1"]
+    assert local_target(site / "index.html", links[0]).is_file()
+
+
 # -- in a browser without a network ---------------------------------------------------------
 
 
