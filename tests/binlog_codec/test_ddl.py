@@ -14,6 +14,8 @@ import pytest
 from fixture_facts import BAD_FILES, FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mariadb import binlog_of
+from test_create_table import show_create
 
 from binlog_codec.column_default import EXPRESSION, Literal, Unknowable
 from binlog_codec.column_lineage import (
@@ -24,6 +26,7 @@ from binlog_codec.column_lineage import (
     Same,
     TypeChanged,
     lineage,
+    value_of_added,
 )
 from binlog_codec.create_table import Reader, column_spec, tokens
 from binlog_codec.ddl import ANSI_QUOTES, parse, parse_event
@@ -574,3 +577,88 @@ def test_apply_names_the_columns_of_the_table_before_the_statement():
         applied("ALTER TABLE t MODIFY b int, CHANGE b x int")
     with pytest.raises(ModelMismatch, match="two columns"):
         applied("ALTER TABLE t RENAME COLUMN b TO c")
+
+
+# -- against the server: the statements as MariaDB logs them, applied, equal its own tables ------------
+
+SERVER_HISTORIES = {
+    "order": [
+        "CREATE TABLE t (a int NOT NULL, b varchar(10), c text, PRIMARY KEY (a))",
+        "ALTER TABLE t MODIFY a int FIRST, CHANGE b d text AFTER c, ADD e int AFTER a, ADD f int FIRST",
+        "ALTER TABLE t ADD g int AFTER f, ADD h int AFTER g, MODIFY c text AFTER h",
+    ],
+    "positions_after_renames": [
+        "CREATE TABLE t (a int, b int, c int)",
+        "ALTER TABLE t RENAME COLUMN a TO a2, ADD n int AFTER a2, CHANGE c c2 int FIRST",
+        "ALTER TABLE t CHANGE b b2 int AFTER c2, ADD m int AFTER b2, ALTER n SET DEFAULT 3",
+        "ALTER TABLE t CHANGE a2 id int NOT NULL AUTO_INCREMENT FIRST, ADD PRIMARY KEY (id)",
+    ],
+    "renames": [
+        "CREATE TABLE t (a int, b int, c int, PRIMARY KEY (b))",
+        "ALTER TABLE t RENAME COLUMN a TO c, RENAME COLUMN c TO a",
+        "ALTER TABLE t CHANGE b id bigint, RENAME TO u",
+        "RENAME TABLE u TO tmp, tmp TO v",
+        "ALTER TABLE v DROP id, ADD COLUMN IF NOT EXISTS a int, ADD COLUMN IF NOT EXISTS z int DEFAULT 7 FIRST",
+    ],
+    "keys": [
+        "CREATE TABLE t (a int, b varchar(3) DEFAULT 'x', c int)",
+        "ALTER TABLE t ADD PRIMARY KEY (c, a), ALTER b DROP DEFAULT, ALTER a SET DEFAULT 5",
+        "ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (b), ADD d decimal(4,2) NOT NULL DEFAULT 1.50",
+        "ALTER TABLE t DROP COLUMN IF EXISTS nope, MODIFY IF EXISTS nope int, ADD INDEX i (d), ENGINE=InnoDB",
+        "CREATE INDEX j ON t (a)",
+        "DROP INDEX j ON t",
+        "CREATE TABLE w LIKE t",
+        "ALTER TABLE w CONVERT TO CHARACTER SET utf8mb4, ADD COLUMN (x int, y varchar(2))",
+        "TRUNCATE w",
+    ],
+}
+
+
+SERVER_TABLES = {"order": ["t"], "positions_after_renames": ["t"], "renames": ["v"], "keys": ["t", "w"]}
+
+
+def replay(binlog) -> dict:
+    """The models of the tables after the QUERY events of ``binlog``, each change applied."""
+    tables: dict = {}
+    for event in read(binlog):
+        if not isinstance(event, QueryEvent):
+            continue
+        change = parse_event(event)
+        assert not isinstance(change, NotUnderstood), change
+        if isinstance(change, (TableCreated, TableAltered)):
+            source = tables.pop(change.table, None)
+            result = apply(source, change)
+            tables[TableName(result.database, result.name)] = result
+        elif isinstance(change, TableCreatedLike):
+            tables[change.table] = apply(tables[change.source], change)
+        elif isinstance(change, TablesRenamed):
+            tables = {TableName(m.database, m.name): m for m in (apply(t, change) for t in tables.values())}
+        elif isinstance(change, TablesDropped):
+            for table in change.tables:
+                tables.pop(table, None)
+    return tables
+
+
+def comparable(table: TableModel) -> tuple:
+    """What the model and ``SHOW CREATE TABLE`` must agree on (types are printed differently):
+    the columns in order, each nullable or not with its value for rows already there, and the key."""
+
+    def default(column: ColumnModel) -> str:
+        value = value_of_added(column)
+        return str(value.value) if isinstance(value, Literal) else type(value).__name__
+
+    return [(c.name, c.nullable, default(c)) for c in table.columns], table.primary_key
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", sorted(SERVER_HISTORIES))
+def test_applied_statements_equal_the_servers_tables(mariadb, name):
+    database = f"ddl_{name}"
+    script = [f"DROP DATABASE IF EXISTS {database};", f"CREATE DATABASE {database};", f"USE {database};"]
+    binlog = binlog_of(mariadb, "\n".join(script + [f"{statement};" for statement in SERVER_HISTORIES[name]]))
+    ours = replay(binlog)
+    assert sorted(table.name for table in ours) == sorted(SERVER_TABLES[name])
+    for table, model_ in ours.items():
+        assert table.database == database
+        server = parse(show_create(mariadb, database, table.name), database).model
+        assert comparable(model_) == comparable(server), table
