@@ -19,21 +19,38 @@ site's own ``static/`` folder:
   link of a validation page points one folder too high), and its links to suite pages whose
   names hold a percent sign are encoded so that they lead to them.
 
+The static files are the same for every run (about 5.5 MB: Great Expectations' fonts and images,
+the vendored libraries). Given an ``assets`` folder (the warehouse's ``quality/static``), a site
+keeps only its pages: its static folder is moved to ``<assets>/<id>/``, ``<id>`` being a hash of
+its content, and the pages refer to it by relative path. The first site of a content writes the
+folder, complete, under a temporary name renamed into place; every later one (and one racing it)
+finds it there and leaves its own copy out. A shared folder is never written again once in place,
+and it is in place before any page refers to it.
+
 :func:`check_self_contained` then raises :class:`NotSelfContained` when a page or a file of the
-site still refers to an http(s) URL of a host other than this one.
+site (or of its shared static folder) still refers to an http(s) URL of a host other than this one.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import importlib
+import logging
 import os
 import re
 import shutil
+import time
+import uuid
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
+log = logging.getLogger(__name__)
+
 STATIC = "static"
+ID_LENGTH = 16  # hex digits of the content hash naming a shared static folder
+STALE_TEMPORARY = 24 * 3600  # seconds after which a temporary folder a dead process left is removed
 # What the site's static/vendor/ folder gets from the XStatic packages: (package, file
 # pattern under the package's data folder, folder under static/vendor/).
 VENDORED = (
@@ -148,15 +165,115 @@ class NotSelfContained(RuntimeError):
     """Data Docs that still refer to files or pages of another host."""
 
 
-def make_self_contained(site: Path) -> None:
+def make_self_contained(site: Path, assets: Path | None = None) -> Path:
     """Rewrite the Data Docs site ``site`` (the folder of its index.html) to load nothing from
-    elsewhere, add the files it then loads to ``site/static``, and check the result."""
+    elsewhere, add the files it then loads to its static folder, and check the result; returns
+    the static folder its pages load from.
+
+    With ``assets``, the static folder is shared: ``<assets>/<content hash>/``, written by the
+    first site of that content and reused by the others; ``site`` then holds only its pages.
+    Without, it is ``site/static``."""
     site = Path(site)
-    for document in [*site.rglob("*.html"), *(site / STATIC).rglob("*.css")]:
-        text = rewrite(document.read_text(encoding="utf-8"), _static_from(site, document))
-        document.write_text(_encode_page_links(text, document.parent), encoding="utf-8")
-    _add_static_files(site / STATIC)
-    check_self_contained(site)
+    static = site / STATIC
+    for sheet in static.rglob("*.css"):
+        sheet.write_text(rewrite(sheet.read_text(encoding="utf-8"), _relative(static, sheet)), encoding="utf-8")
+    _add_static_files(static)
+    if assets is not None:
+        check_self_contained(static)  # nothing that is not self-contained gets shared
+        static = share(static, Path(assets))
+    for page in site.rglob("*.html"):
+        text = rewrite(page.read_text(encoding="utf-8"), _relative(static, page))
+        page.write_text(_encode_page_links(text, page.parent), encoding="utf-8")
+    check_self_contained(site, static)
+    return static
+
+
+def share(static: Path, assets: Path) -> Path:
+    """``<assets>/<id>``, the shared folder holding what the folder ``static`` holds (``<id>``
+    a hash of its content); ``static`` is gone. The first of a content moves ``static`` under
+    a temporary name in ``assets``, then renames it into place: a reader never sees the folder
+    half written, and of two sites racing to add it one wins, the other finds it there. A shared
+    folder found incomplete (files removed by hand) is left as it is and ``static`` is kept:
+    the site loads its own copy, and a warning says so."""
+    files = _files(static)
+    target = Path(assets) / content_id(static, files)
+    if not target.is_dir():
+        _add_shared(static, target)
+    missing = [name for name, size in files.items() if _size(target / name) != size]
+    if missing and not static.is_dir():
+        raise FileNotFoundError(f"the shared Data Docs assets {target} lack {', '.join(missing[:5])}")
+    if missing:
+        log.warning("the shared Data Docs assets %s lack or changed %d file(s) (%s): these Data Docs keep their "
+                    "own copy; remove that folder and the next run writes it again", target, len(missing),
+                    ", ".join(missing[:5]))
+        return static
+    shutil.rmtree(static, ignore_errors=True)  # gone already when this site added the folder
+    return target
+
+
+def content_id(static: Path, files: dict[str, int] | None = None) -> str:
+    """The hash naming the shared folder of the files under ``static``: their paths and bytes."""
+    digest = hashlib.sha256()
+    for name in sorted(files if files is not None else _files(static)):
+        digest.update(name.encode("utf-8") + b"\0")
+        digest.update(hashlib.sha256((static / name).read_bytes()).digest())
+    return digest.hexdigest()[:ID_LENGTH]
+
+
+def _files(folder: Path) -> dict[str, int]:
+    """The files under ``folder`` by their path relative to it, with their size."""
+    return {file.relative_to(folder).as_posix(): file.stat().st_size
+            for file in sorted(folder.rglob("*")) if file.is_file()}
+
+
+def _size(file: Path) -> int | None:
+    try:
+        return file.stat().st_size if file.is_file() else None
+    except OSError:
+        return None
+
+
+def _add_shared(static: Path, target: Path) -> None:
+    """Move (or, from another file system, copy) ``static`` to ``target`` through a temporary
+    folder beside ``target`` renamed into place, the files on disk first; when another site adds
+    ``target`` meanwhile, the temporary folder is removed."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(target.parent)
+    temporary = target.parent / f".{target.name}.{uuid.uuid4().hex}.tmp"
+    try:
+        os.rename(static, temporary)
+    except OSError as error:
+        if error.errno != errno.EXDEV:
+            raise
+        shutil.copytree(static, temporary)
+    for file in temporary.rglob("*"):
+        if file.is_file():
+            with open(file, "rb") as handle:
+                os.fsync(handle.fileno())
+    try:
+        os.rename(temporary, target)  # refused when another site added it meanwhile
+    except OSError:
+        if not target.is_dir():
+            raise
+        shutil.rmtree(temporary, ignore_errors=True)
+        log.info("shared Data Docs assets %s: added by another run meanwhile", target)
+        return
+    folder = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
+    log.info("shared Data Docs assets %s: added", target)
+
+
+def _remove_stale_temporaries(assets: Path) -> None:
+    """Remove the temporary folders that processes which died while adding a shared folder left."""
+    for temporary in assets.glob(".*.tmp"):
+        try:
+            if time.time() - temporary.stat().st_mtime > STALE_TEMPORARY:
+                shutil.rmtree(temporary, ignore_errors=True)
+        except OSError:
+            pass
 
 
 def rewrite(text: str, static: str) -> str:
@@ -193,9 +310,9 @@ def _encode_page_links(text: str, folder: Path) -> str:
     return _PAGE_LINK.sub(encoded, text)
 
 
-def _static_from(site: Path, document: Path) -> str:
-    """The site's static folder as a relative URL from ``document``'s folder."""
-    return Path(os.path.relpath(site / STATIC, document.parent)).as_posix()
+def _relative(static: Path, document: Path) -> str:
+    """The static folder ``static`` as a relative URL from ``document``'s folder."""
+    return Path(os.path.relpath(static, document.parent)).as_posix()
 
 
 def _add_static_files(static: Path) -> None:
@@ -216,13 +333,15 @@ def _add_static_files(static: Path) -> None:
 # -- the check -----------------------------------------------------------------------
 
 
-def check_self_contained(site: Path) -> None:
-    """Raise :class:`NotSelfContained` when an HTML page, style sheet or script of the site refers
-    to an http(s) URL of a host other than this one: in a page, in an attribute, a script or a
-    style (the text a page shows, such as a checked value, is not fetched); in a style sheet or
-    script, anywhere but in XML namespace names, licence banners and messages naming a website."""
-    found = [f"{file.relative_to(site)}: {url}"
-             for file in sorted(Path(site).rglob("*")) if file.suffix in {".html", ".css", ".js"}
+def check_self_contained(site: Path, *more: Path) -> None:
+    """Raise :class:`NotSelfContained` when an HTML page, style sheet or script of the site (or of
+    the folders ``more``: its shared static folder) refers to an http(s) URL of a host other than
+    this one: in a page, in an attribute, a script or a style (the text a page shows, such as a
+    checked value, is not fetched); in a style sheet or script, anywhere but in XML namespace
+    names, licence banners and messages naming a website."""
+    found = [f"{file.relative_to(folder)}: {url}"
+             for folder in dict.fromkeys(Path(each) for each in (site, *more))
+             for file in sorted(folder.rglob("*")) if file.suffix in {".html", ".css", ".js"}
              for url in third_party_urls(file)]
     if found:
         raise NotSelfContained(f"the Data Docs in {site} still refer to {len(found)} address(es) of other "

@@ -20,7 +20,12 @@ Everything Great Expectations keeps lives in the warehouse, under ``quality/``:
   for this run only, so that the report of every run stays readable, that of a
   failed run included: its validation results and the expectation suites they
   were checked against, self-contained (:mod:`spark_jobs.data_docs`: the pages
-  load nothing from other hosts and open offline).
+  load nothing from other hosts and open offline);
+* ``quality/static/<id>/``: the styles, scripts, fonts and images the Data Docs
+  pages load, one folder per content (``<id>`` is its hash) shared by every
+  run's pages, which refer to it by relative path: a run adds only its pages.
+  It is written directly in the warehouse, complete, before any page refers to
+  it, and never changed afterwards.
 
 A run validated again under the same id (the same input after a failure)
 adds its results next to the earlier ones and rebuilds the run's Data Docs
@@ -60,6 +65,7 @@ QUALITY = "quality"
 CONTEXT = "gx"
 RUNS = "runs"
 DATA_DOCS = "data_docs"
+SHARED_STATIC = "static"  # quality/static/<id>/: the Data Docs' static files, shared by the runs
 DATASOURCE = "binlake"
 RESULTS_STORE = "run_validation_results"
 CHARSET_SUITE = "charset_checks"
@@ -277,8 +283,9 @@ def _validate_charsets(context, spark, run_folder: Path, outcomes: list[TableOut
 
 def _build_data_docs(context, warehouse: Path, run) -> str | None:
     """The run's Data Docs under ``quality/runs/<run_id>/data_docs``, of this run's results and
-    the suites they were checked against only, self-contained; the index.html relative to the
-    warehouse, None when nothing was validated."""
+    the suites they were checked against only, self-contained, their static files in the shared
+    ``quality/static/<id>``; the index.html relative to the warehouse, None when nothing was
+    validated."""
     from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 
     results = [key for key in context.validation_results_store.list_keys() if key.run_id == run]
@@ -301,7 +308,7 @@ def _build_data_docs(context, warehouse: Path, run) -> str | None:
     index = warehouse / QUALITY / folder / "index.html"
     if not index.exists():
         return None
-    make_self_contained(index.parent)
+    make_self_contained(index.parent, assets=warehouse / QUALITY / SHARED_STATIC)
     return str(index.relative_to(warehouse))
 
 

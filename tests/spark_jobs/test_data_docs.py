@@ -2,10 +2,13 @@
 
 The Data Docs of a real run (the bundled samples, ingested and validated with
 :func:`spark_jobs.validate.validate`) name no address of another host in any of
-their HTML, CSS or JavaScript files (XML namespace names, the licence banners
-of the shipped libraries and one of their error messages aside), nor the data
-context id, and every relative link, image, script and style sheet of their
-pages leads to a file of the site: the Expectation Suite links included.
+their HTML, CSS or JavaScript files, those of the static folder the runs share
+included (XML namespace names, the licence banners of the shipped libraries and
+one of their error messages aside), nor the data context id, and every relative
+link, image, script and style sheet of their pages leads to a file of the site
+or of the shared static folder: the Expectation Suite links included. A second
+run adds only its pages and loads the same shared folder, which the binlake
+view serves like the pages.
 
 Headless Chromium, with every host name unresolvable and a proxy to nowhere,
 then opens the index and a validation result page from the files: the page
@@ -19,22 +22,24 @@ they are skipped, or fail when ``CI`` is set.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import struct
 import subprocess
 import tempfile
+import threading
 import zlib
 from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
 from ci import in_ci
-from spark_jobs.data_docs import NotSelfContained, check_self_contained, make_self_contained
+from spark_jobs.data_docs import NotSelfContained, check_self_contained, content_id, make_self_contained, share
 from spark_jobs.ingest import ingest
 from spark_jobs.validate import validate
 
@@ -63,11 +68,50 @@ def site(spark, tmp_path_factory) -> Path:
     return (warehouse / outcome.data_docs).parent
 
 
+@pytest.fixture(scope="module")
+def shared(site) -> Path:
+    """The static folder the runs of the site's warehouse share: ``quality/static/<id>``."""
+    [folder] = (site.parents[2] / "static").iterdir()
+    return folder
+
+
 # -- the files ---------------------------------------------------------------------
 
 
-def test_no_file_of_the_data_docs_names_another_host(site):
-    files = [file for file in site.rglob("*") if file.suffix in {".html", ".css", ".js"}]
+def test_the_site_holds_its_pages_and_loads_the_shared_static_folder(site, shared):
+    assert not (site / "static").exists()
+    assert {file.suffix for file in site.rglob("*") if file.is_file()} == {".html"}
+    assert shared.name == content_id(shared)
+    assert (shared / "vendor" / "jquery" / "jquery.min.js").is_file()
+    assert (shared / "images" / "logo-long.png").is_file()
+    assert f'href="../../../static/{shared.name}/vendor/bootstrap/bootstrap.min.css"' in (
+        site / "index.html").read_text()
+    assert [entry.name for entry in shared.parent.iterdir()] == [shared.name]  # no temporary folder left
+
+
+def test_a_second_run_adds_only_its_pages(spark, site, shared):
+    """The second run of a warehouse finds the shared static folder there and loads it: its
+    Data Docs folder holds its pages only, and the shared folder is the first run's, untouched."""
+    warehouse = site.parents[3]
+    before = {file: (file.stat().st_ino, file.stat().st_mtime_ns) for file in shared.rglob("*")}
+    outcome = validate(spark, run_folder=warehouse, warehouse=warehouse, run_id="second")
+    second = (warehouse / outcome.data_docs).parent
+    assert outcome.success and second == warehouse / "quality" / "runs" / "second" / "data_docs"
+    assert [entry.name for entry in shared.parent.iterdir()] == [shared.name]
+    assert {file: (file.stat().st_ino, file.stat().st_mtime_ns) for file in shared.rglob("*")} == before
+    assert not (second / "static").exists()
+    files = [file for file in second.rglob("*") if file.is_file()]
+    assert {file.suffix for file in files} == {".html"}
+    assert sum(file.stat().st_size for file in files) < 200_000  # the static files are 5.5 MB
+    for page in files:
+        for reference in references(page.read_text(encoding="utf-8")):
+            target = local_target(page, reference)
+            assert target is None or target.is_file(), f"{page}: {reference}"
+    assert f"static/{shared.name}/vendor/jquery/jquery.min.js" in (second / "index.html").read_text()
+
+
+def test_no_file_of_the_data_docs_names_another_host(site, shared):
+    files = [file for folder in (site, shared) for file in folder.rglob("*") if file.suffix in {".html", ".css", ".js"}]
     assert {file.suffix for file in files} == {".html", ".css", ".js"}
     named = {}
     for file in files:
@@ -76,18 +120,19 @@ def test_no_file_of_the_data_docs_names_another_host(site):
             text = BANNER.sub("", text).replace(POPPER_MESSAGE, "")
         urls = set(URL.findall(text)) - XML_NAMESPACES
         if urls:
-            named[str(file.relative_to(site))] = sorted(urls)
+            named[str(file)] = sorted(urls)
     assert named == {}
 
 
-def test_the_data_context_id_is_in_no_page(site):
+def test_the_data_context_id_is_in_no_page(site, shared):
     config = (site.parents[2] / "gx" / "great_expectations.yml").read_text()
     context_id = re.search(r"^data_context_id: (\S+)$", config, re.MULTILINE)[1]
-    holding = [file for file in site.rglob("*") if file.is_file() and context_id.encode() in file.read_bytes()]
+    holding = [file for folder in (site, shared) for file in folder.rglob("*")
+               if file.is_file() and context_id.encode() in file.read_bytes()]
     assert holding == []
 
 
-def test_every_link_of_the_pages_leads_to_a_file_of_the_site(site):
+def test_every_link_of_the_pages_leads_to_a_file_of_the_site(site, shared):
     pages = sorted(site.rglob("*.html"))
     assert {page.parent.name for page in pages} >= {"data_docs", "expectations"}
     missing, followed = [], []
@@ -98,15 +143,21 @@ def test_every_link_of_the_pages_leads_to_a_file_of_the_site(site):
                 followed.append(target)
                 if not target.is_file():
                     missing.append(f"{page.relative_to(site)}: {reference}")
-    for sheet in site.rglob("*.css"):
+    sheets = {target.resolve() for target in followed if target.suffix == ".css"}
+    assert sheets and all(sheet.is_relative_to(shared.resolve()) for sheet in sheets)
+    for sheet in sorted({*sheets, *shared.rglob("*.css")}):
         for reference in re.findall(r"url\(\s*['\"]?([^'\")]+)", sheet.read_text(encoding="utf-8")):
             target = local_target(sheet, reference)
-            if target is not None and not target.is_file():
-                missing.append(f"{sheet.relative_to(site)}: {reference}")
+            if target is not None:
+                followed.append(target)
+                if not target.is_file():
+                    missing.append(f"{sheet}: {reference}")
     assert missing == []
     suites = {target.resolve() for target in followed if target.parent.name == "expectations"}
     assert {suite.name for suite in suites} == {"shop:customers.html", "shop:orders.html"}
-    assert any("vendor" in target.parts for target in followed)
+    assets = {target.resolve() for target in followed if "vendor" in target.parts}
+    assert assets and all(asset.is_relative_to(shared.resolve()) for asset in assets)
+    assert any(asset.parent.name == "webfonts" for asset in assets)  # followed from Font Awesome's style sheet
 
 
 def test_a_reference_to_another_host_fails_the_check(site, tmp_path):
@@ -149,6 +200,112 @@ def test_a_link_to_the_suite_page_of_a_percent_encoded_name_leads_to_it(tmp_path
     links = references((site / "index.html").read_text())
     assert links == ["expectations/shop:a%252Eb.html", "expectations/shop:a%252Eb.html#section-1"]
     assert local_target(site / "index.html", links[0]).is_file()
+
+
+def test_without_a_shared_folder_the_site_keeps_its_static_files(tmp_path):
+    site = tmp_path / "data_docs"
+    (site / "static").mkdir(parents=True)
+    (site / "index.html").write_text('<html><head><script src="https://code.jquery.com/jquery-3.7.1.min.js">'
+                                     "</script></head><body></body></html>")
+    assert make_self_contained(site) == site / "static"
+    assert '<script src="static/vendor/jquery/jquery.min.js"></script>' in (site / "index.html").read_text()
+    assert (site / "static" / "vendor" / "jquery" / "jquery.min.js").is_file()
+
+
+# -- the shared static folder --------------------------------------------------------
+
+
+def static_folder(at: Path) -> Path:
+    """A small static folder, the same content wherever it is made."""
+    (at / "images").mkdir(parents=True)
+    (at / "images" / "logo.png").write_bytes(b"\x89PNG" + bytes(range(256)) * 40)
+    (at / "styles.css").write_text("body { background: url('images/logo.png'); }")
+    return at
+
+
+def test_two_runs_racing_to_add_the_shared_folder_both_load_one_complete_folder(tmp_path, monkeypatch):
+    """Both runs find no shared folder and move their copy in under a temporary name; the first
+    rename wins, the other run drops its copy and loads the winner's."""
+    import spark_jobs.data_docs as data_docs
+
+    assets = tmp_path / "quality" / "static"
+    both_past_the_check = threading.Barrier(2, timeout=30)
+    monkeypatch.setattr(data_docs, "_remove_stale_temporaries", lambda folder: both_past_the_check.wait())
+    sites = [static_folder(tmp_path / f"run-{number}" / "static") for number in (1, 2)]
+    shared_by, errors = {}, []
+
+    def add(static: Path) -> None:
+        try:
+            shared_by[static] = share(static, assets)
+        except Exception as error:  # noqa: BLE001 -- reported by the assertion below
+            errors.append(error)
+
+    threads = [threading.Thread(target=add, args=(static,)) for static in sites]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    [folder] = set(shared_by.values())
+    assert [entry.name for entry in assets.iterdir()] == [folder.name]  # no temporary folder left
+    assert folder.name == content_id(folder) == content_id(static_folder(tmp_path / "again"))
+    assert not any(static.exists() for static in sites)
+
+
+def test_a_shared_folder_is_never_written_again(tmp_path, caplog):
+    """A run whose static files are already shared drops its copy; one that finds the shared
+    folder damaged (a file removed by hand) leaves it alone, keeps its copy and says so."""
+    assets = tmp_path / "static"
+    folder = share(static_folder(tmp_path / "first"), assets)
+    logo = folder / "images" / "logo.png"
+    written = logo.stat().st_mtime_ns
+    assert share(static_folder(tmp_path / "second"), assets) == folder
+    assert not (tmp_path / "second").joinpath("images").exists() and logo.stat().st_mtime_ns == written
+
+    logo.unlink()
+    third = static_folder(tmp_path / "third")
+    assert share(third, assets) == third and (third / "images" / "logo.png").is_file()
+    assert not logo.exists() and [entry.name for entry in assets.iterdir()] == [folder.name]
+    assert f"the shared Data Docs assets {folder} lack or changed 1 file(s) (images/logo.png)" in caplog.text
+
+
+def test_a_temporary_folder_a_dead_run_left_is_removed(tmp_path):
+    assets = tmp_path / "static"
+    stale, recent = assets / ".0123456789abcdef.dead.tmp", assets / ".0123456789abcdef.busy.tmp"
+    for temporary in (stale, recent):
+        static_folder(temporary)
+    os.utime(stale, (0, 0))
+    folder = share(static_folder(tmp_path / "run"), assets)
+    assert sorted(entry.name for entry in assets.iterdir()) == sorted([folder.name, recent.name])
+
+
+# -- through the binlake view ------------------------------------------------------------
+
+
+def test_the_binlake_view_serves_the_pages_and_the_shared_static_files(site, shared):
+    """Every file a page of the run loads, fetched from the view at the URL the browser makes of
+    the page's relative reference: the shared folder is inside the view's ``quality/``."""
+    from fastapi.testclient import TestClient
+
+    from plugins.binlake_view import create_app, may_read_ingest_runs
+
+    warehouse = site.parents[3]
+    app = create_app(warehouse)
+    app.dependency_overrides[may_read_ingest_runs] = lambda: None  # Airflow's login: tests/plugins
+    client = TestClient(app)
+    pages = [site / "index.html", next(site.glob("validations/shop:orders/*/*/*.html"))]
+    loaded = []
+    for page in pages:
+        url = "http://testserver/" + page.relative_to(warehouse).as_posix()
+        assert client.get(url).status_code == 200
+        for reference in references(page.read_text(encoding="utf-8")):
+            if f"static/{shared.name}/" in reference:
+                response = client.get(urljoin(url, reference))
+                assert response.status_code == 200, f"{page.name}: {reference}"
+                loaded.append(urlsplit(urljoin(url, reference)).path)
+    jquery = f"/quality/static/{shared.name}/vendor/jquery/jquery.min.js"
+    assert jquery in loaded
+    assert client.get(jquery).content == (shared / "vendor" / "jquery" / "jquery.min.js").read_bytes()
 
 
 # -- in a browser without a network ---------------------------------------------------------

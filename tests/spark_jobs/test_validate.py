@@ -257,6 +257,7 @@ def test_a_wrong_copy_fails_the_expectation_that_guards_it(spark, warehouse, tmp
     line = next(line for line in outcome.failures if all(part in line for part in named))
     assert line, outcome.failures
     assert (tmp_path / "warehouse" / result.data_docs).exists()  # the failed run's report stays
+    assert (tmp_path / "warehouse" / "quality" / "static").is_dir()  # with the static files it loads
 
 
 # -- shared fixtures -------------------------------------------------------------
@@ -277,6 +278,9 @@ def test_a_run_of_the_fixture_binlogs_passes(spark, fixtures_dir, tmp_path):
                   if row["_binlog_inner_offset"] is not None]
     assert compressed  # the change key with and without an inner offset
     assert (root / result.data_docs).exists()
+    [shared] = (root / "quality" / "static").iterdir()  # the pages' static files, shared by the runs
+    assert not (root / result.data_docs).parent.joinpath("static").exists()
+    assert f"../../../static/{shared.name}/vendor/" in (root / result.data_docs).read_text()
 
 
 # -- what the expectations are made of ----------------------------------------------
