@@ -1,17 +1,24 @@
 """A table's model after a change: :func:`apply`.
 
 An ALTER TABLE is applied as the server applies it (``mysql_prepare_alter_table`` in
-MySQL's and MariaDB's ``sql_table.cc``), not operation by operation: the columns named by
-DROP, CHANGE, MODIFY, RENAME COLUMN and ALTER COLUMN are those of the table before the
-statement (so ``RENAME COLUMN a TO b, RENAME COLUMN b TO a`` swaps two columns, and
-``IF [NOT] EXISTS`` looks at the table before it). The columns kept go first, in their
-order, each changed where its CHANGE or MODIFY has no position; then, in the order written,
-each added column goes last or where its ``FIRST``/``AFTER`` says, and so does each changed
-column with a position (``AFTER`` names a column of the new table). The primary key follows
-its columns' renames and loses those dropped; DROP PRIMARY KEY is done before ADD PRIMARY
-KEY, and the columns of the primary key become NOT NULL. Each column of the result records
-in ``was`` its name in ``model`` (None for a column added), which
-:func:`binlog_codec.column_lineage.lineage` reads.
+MySQL's and MariaDB's ``sql_table.cc``), not operation by operation:
+
+1. the columns of the table before the statement, in order: those DROPped are left out
+   (DROP is matched first); one CHANGEd or MODIFYed takes its new definition there, unless
+   it has a position; one neither is kept, with the RENAME COLUMN and ALTER COLUMN SET/DROP
+   DEFAULT that name it as it was (so ``RENAME COLUMN a TO b, RENAME COLUMN b TO a`` swaps);
+2. then, in the order written, each added column goes last or where its ``FIRST``/``AFTER``
+   says (``AFTER`` names a column of the new table), and so does each CHANGE/MODIFY with a
+   position. MariaDB also accepts a CHANGE/MODIFY whose old column is not in the table (or
+   is dropped) when its new name is a column the statement adds: that definition replaces
+   the added one; and an ALTER COLUMN ... DEFAULT of a column added or moved here.
+
+``IF [NOT] EXISTS`` looks at the table before the statement. The primary key follows its
+columns' renames and loses those dropped; DROP PRIMARY KEY is done before ADD PRIMARY KEY,
+and the columns of the primary key become NOT NULL. Each column of the result records in
+``was`` its name in ``model`` (None for a column added), which
+:func:`binlog_codec.column_lineage.lineage` reads. The tests check these rules against a
+MariaDB server with generated statements.
 
 A change that does not fit the model (a column that is not there without ``IF EXISTS``,
 one added twice without ``IF NOT EXISTS``, a NotUnderstood statement) raises
@@ -117,56 +124,100 @@ def _key(name: str) -> str:
     return name.casefold()
 
 
-def _targets(model: TableModel, operations: list[Operation], kind: type) -> dict[str, Operation]:
-    """The operations of ``kind`` by the column of ``model`` they name; one naming no column
-    is skipped with IF EXISTS and refused without."""
+def _targets(
+    model: TableModel, operations: list[Operation], kind: type, added: frozenset[str] = frozenset()
+) -> dict[str, Operation]:
+    """The operations of ``kind`` (DROP or CHANGE/MODIFY) by the column of ``model``
+    they name; one naming no column is skipped with IF EXISTS, left for later when it is a
+    CHANGE about a column in ``added`` (see :func:`_change_added`), and refused otherwise."""
     found: dict[str, Operation] = {}
     names = {_key(column.name) for column in model.columns}
     for operation in operations:
         if not isinstance(operation, kind):
             continue
-        name = operation.name if isinstance(operation, (DropColumn, AlterDefault)) else operation.old_name
+        name = operation.name if isinstance(operation, DropColumn) else operation.old_name
         if _key(name) in found:
             raise ModelMismatch(f"column {name!r} of table {model.name!r} is named by two operations")
         if _key(name) in names:
             found[_key(name)] = operation
-        elif not operation.if_exists:
+        elif not (operation.if_exists or (isinstance(operation, ChangeColumn) and _key(operation.column.name) in added)):
             raise ModelMismatch(f"table {model.name!r} has no column {name!r}")
     return found
 
 
-def _as_change(model: TableModel, operation: ChangeColumn | RenameColumn) -> ChangeColumn:
-    """RENAME COLUMN as the CHANGE that keeps the column's definition."""
-    if isinstance(operation, ChangeColumn):
-        return operation
-    column = model.column(operation.old_name)
-    return ChangeColumn(operation.old_name, replace(column, name=operation.new_name))
-
-
 def _columns(model: TableModel, operations: list[Operation]) -> tuple[ColumnModel, ...]:
     """The columns after the column operations of one ALTER TABLE (see the module's docstring)."""
+    added = frozenset(_key(op.column.name) for op in operations if isinstance(op, AddColumn))
     dropped = _targets(model, operations, DropColumn)
-    named = _targets(model, operations, (ChangeColumn, RenameColumn))
-    changes = {name: _as_change(model, operation) for name, operation in named.items()}
-    defaults = _targets(model, operations, AlterDefault)
+    # DROP is matched first: a CHANGE of a dropped column is about a column the statement adds
+    changes = {name: op for name, op in _targets(model, operations, ChangeColumn, added).items() if name not in dropped}
+    alters = [operation for operation in operations if isinstance(operation, (AlterDefault, RenameColumn))]
     placed: list[ColumnModel] = []
     for column in model.columns:
-        name = _key(column.name)
-        change = changes.get(name)
-        if name in dropped or (change is not None and change.position is not None):
+        change = changes.get(_key(column.name))
+        if _key(column.name) in dropped or (change is not None and change.position is not None):
             continue
-        kept = column if change is None else change.column
-        default = defaults.get(name)
-        placed.append(replace(kept, was=column.name, default=kept.default if default is None else default.default))
+        kept = _kept(column, alters) if change is None else change.column
+        placed.append(replace(kept, was=column.name))
     known = {_key(column.name) for column in model.columns}  # what IF NOT EXISTS looks at
     for operation in operations:
         if isinstance(operation, AddColumn) and not (operation.if_not_exists and _key(operation.column.name) in known):
-            _place(placed, replace(operation.column, was=None), operation.position)
+            _place(placed, _defaulted(replace(operation.column, was=None), alters), operation.position)
             known.add(_key(operation.column.name))
         elif isinstance(operation, ChangeColumn) and operation.position and _key(operation.old_name) in changes:
-            _place(placed, replace(operation.column, was=model.column(operation.old_name).name), operation.position)
+            column = replace(operation.column, was=model.column(operation.old_name).name)
+            _place(placed, _defaulted(column, alters), operation.position)
+        elif isinstance(operation, ChangeColumn) and _key(operation.old_name) not in changes:
+            _change_added(placed, operation, alters)
+    _refuse_unused(model, alters)
     _unique(model, placed)
     return tuple(placed)
+
+
+def _named(operation: AlterDefault | RenameColumn) -> str:
+    return _key(operation.name if isinstance(operation, AlterDefault) else operation.old_name)
+
+
+def _kept(column: ColumnModel, alters: list[AlterDefault | RenameColumn]) -> ColumnModel:
+    """A column neither dropped nor changed, with the RENAME COLUMN and SET/DROP DEFAULT that name
+    it as it was (so that renames can swap names), which are used up."""
+    for operation in [operation for operation in alters if _named(operation) == _key(column.name)]:
+        alters.remove(operation)
+        if isinstance(operation, RenameColumn):
+            column = replace(column, name=operation.new_name)
+        else:
+            column = replace(column, default=operation.default)
+    return column
+
+
+def _defaulted(column: ColumnModel, alters: list[AlterDefault | RenameColumn]) -> ColumnModel:
+    """A column added or moved, with the first SET/DROP DEFAULT naming it, which is used up
+    (MariaDB; MySQL refuses these)."""
+    found = next((op for op in alters if isinstance(op, AlterDefault) and _named(op) == _key(column.name)), None)
+    if found is None:
+        return column
+    alters.remove(found)
+    return replace(column, default=found.default)
+
+
+def _refuse_unused(model: TableModel, alters: list[AlterDefault | RenameColumn]) -> None:
+    unused = [operation for operation in alters if not operation.if_exists]
+    if unused:
+        raise ModelMismatch(f"table {model.name!r} has no column {_named(unused[0])!r} for {unused[0]}")
+
+
+def _change_added(columns: list[ColumnModel], operation: ChangeColumn, alters: list[AlterDefault | RenameColumn]) -> None:
+    """MariaDB's CHANGE or MODIFY naming no column of the table (or one it drops) whose new name
+    is a column the same statement adds: the new definition replaces the added one, last or
+    where its position says (``mysql_prepare_alter_table``; MySQL refuses the statement)."""
+    name = _key(operation.column.name)
+    index = next((i for i, c in enumerate(columns) if c.was is None and _key(c.name) == name), None)
+    if index is None:
+        if operation.if_exists:
+            return
+        raise ModelMismatch(f"no column {operation.column.name!r} added for {operation.old_name!r} to change")
+    del columns[index]
+    _place(columns, _defaulted(replace(operation.column, was=None), alters), operation.position)
 
 
 def _place(columns: list[ColumnModel], column: ColumnModel, position: Position) -> None:

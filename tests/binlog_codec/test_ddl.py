@@ -14,7 +14,7 @@ import pytest
 from fixture_facts import BAD_FILES, FIXTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mariadb import binlog_of
+from mariadb import ServerError, binlog_of
 from test_create_table import show_create
 
 from binlog_codec.column_default import EXPRESSION, Literal, Unknowable
@@ -662,3 +662,61 @@ def test_applied_statements_equal_the_servers_tables(mariadb, name):
         assert table.database == database
         server = parse(show_create(mariadb, database, table.name), database).model
         assert comparable(model_) == comparable(server), table
+
+
+POOL = ["a", "b", "c", "d", "e", "f"]
+
+
+@st.composite
+def alter_statements(draw) -> tuple[str, str]:
+    """A CREATE TABLE over some of :data:`POOL` and one ALTER TABLE of several operations on it,
+    naming the old columns and new ones (the server refuses some: those are skipped)."""
+    columns = draw(st.lists(st.sampled_from(POOL), min_size=2, max_size=4, unique=True))
+    key = f", PRIMARY KEY ({columns[0]})" if draw(st.booleans()) else ""
+    create = f"CREATE TABLE t ({', '.join(f'{c} int' for c in columns)}{key})"
+    names = st.sampled_from(POOL)
+    where = st.one_of(st.just(""), st.just(" FIRST"), names.map(lambda n: f" AFTER {n}"))
+    operation = st.one_of(
+        st.tuples(names, where).map(lambda x: f"ADD {x[0]} int DEFAULT 1{x[1]}"),
+        names.map(lambda n: f"DROP {n}"),
+        st.tuples(names, names, where).map(lambda x: f"CHANGE {x[0]} {x[1]} bigint{x[2]}"),
+        st.tuples(names, where).map(lambda x: f"MODIFY {x[0]} int NOT NULL{x[1]}"),
+        st.tuples(names, names).map(lambda x: f"RENAME COLUMN {x[0]} TO {x[1]}"),
+        st.tuples(names, st.integers(0, 9)).map(lambda x: f"ALTER {x[0]} SET DEFAULT {x[1]}"),
+    )
+    return create, "ALTER TABLE t " + ", ".join(draw(st.lists(operation, min_size=1, max_size=4)))
+
+
+@pytest.mark.integration
+@settings(max_examples=150, deadline=None)
+@given(alter_statements())
+def test_generated_alters_agree_with_the_server(mariadb, statements):
+    create, alter = statements
+    try:
+        mariadb.sql(f"DROP TABLE IF EXISTS t; {create}; {alter};", database="ddl_generated")
+    except ServerError:
+        return  # the server refused the statement: it is never in a binlog
+    before = model(create)
+    ours = apply(before, parse(alter, "db"))
+    server = parse(show_create(mariadb, "ddl_generated", "t"), "db").model
+    assert comparable(ours) == comparable(server)
+    assert len(lineage(before, ours)) == len(ours.columns)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def generated_database(request):
+    """The database of :func:`test_generated_alters_agree_with_the_server`, made when that test runs."""
+    if "test_generated_alters_agree_with_the_server" in {item.name for item in request.session.items}:
+        mariadb = request.getfixturevalue("mariadb")
+        mariadb.sql("CREATE DATABASE IF NOT EXISTS ddl_generated")
+
+
+def test_apply_follows_the_servers_matching_of_alter_items():
+    renamed = applied("ALTER TABLE t ALTER b SET DEFAULT 'y', RENAME COLUMN b TO e")
+    assert renamed.columns[1] == ColumnModel("e", "VARCHAR(10)", default=Literal("y", "'y'"))
+    mariadb_only = applied("ALTER TABLE t ADD x int DEFAULT 1, MODIFY x int NOT NULL, ADD y int, ALTER y SET DEFAULT 2")
+    assert [(c.name, c.nullable, c.default) for c in mariadb_only.columns[3:]] == [
+        ("x", False, None), ("y", True, Literal(2, "2"))]
+    assert names(applied("ALTER TABLE t DROP c, ADD c int, CHANGE c c bigint FIRST")) == ["c", "a", "b"]
+    with pytest.raises(ModelMismatch, match="no column"):
+        applied("ALTER TABLE t ALTER zz SET DEFAULT 1")
