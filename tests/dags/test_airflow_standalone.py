@@ -133,6 +133,7 @@ def standalone(tmp_path_factory):
         "AIRFLOW_VAR_BINLAKE_SOURCE_URI": folders["empty"].as_uri(),
         "AIRFLOW_VAR_BINLAKE_WAREHOUSE_URI": folders["warehouse"].as_uri(),
         "SPARK_LOCAL_IP": "127.0.0.1",
+        "AIRFLOW_STOP_TIMEOUT": "10",  # seconds before infra/airflow.sh stop kills what is left
     })
     for inherited in ("BINLAKE_WAREHOUSE_URI", "BINLAKE_STAGING_DIR", "SPARK_MASTER", "AIRFLOW_CONN_BINLAKE_S3"):
         airflow.env.pop(inherited, None)
