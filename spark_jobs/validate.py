@@ -229,7 +229,13 @@ def _run_suite(context, name: str, frame, expectations: list, run):
     definition = context.validation_definitions.add_or_update(
         gx.ValidationDefinition(name=name, data=batch, suite=suite)
     )
-    return definition.run(batch_parameters={"dataframe": frame}, run_id=run, result_format="COMPLETE")
+    try:
+        return definition.run(batch_parameters={"dataframe": frame}, run_id=run, result_format="COMPLETE")
+    finally:
+        # Great Expectations persists the frame it checks and never releases it: the cached copy
+        # would hold executor memory for the rest of the session, and Spark would answer a later
+        # read of the same files (a run prepared again under its id) from it.
+        frame.unpersist()
 
 
 def _suite_name(table: TableFacts) -> str:
