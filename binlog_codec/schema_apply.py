@@ -13,9 +13,12 @@ MySQL's and MariaDB's ``sql_table.cc``), not operation by operation:
    is dropped) when its new name is a column the statement adds: that definition replaces
    the added one; and an ALTER COLUMN ... DEFAULT of a column added or moved here.
 
-``IF [NOT] EXISTS`` looks at the table before the statement. The primary key follows its
-columns' renames and loses those dropped; DROP PRIMARY KEY is done before ADD PRIMARY KEY,
-and the columns of the primary key become NOT NULL. Each column of the result records in
+``IF EXISTS`` looks at the table before the statement (and skips a DROP of a column dropped
+already); ``ADD COLUMN IF NOT EXISTS`` also at the columns the statement defines before it.
+The first CHANGE naming a column is matched to it, a later one is about an added column.
+The primary key follows its columns by their old names (a column dropped and added again
+under its name stays in it) and loses those dropped; DROP PRIMARY KEY is done before ADD
+PRIMARY KEY, and the columns of the primary key become NOT NULL. Each column of the result records in
 ``was`` its name in ``model`` (None for a column added), which
 :func:`binlog_codec.column_lineage.lineage` reads. The tests check these rules against a
 MariaDB server with generated statements.
@@ -129,13 +132,16 @@ def _targets(
 ) -> dict[str, Operation]:
     """The operations of ``kind`` (DROP or CHANGE/MODIFY) by the column of ``model``
     they name; one naming no column is skipped with IF EXISTS, left for later when it is a
-    CHANGE about a column in ``added`` (see :func:`_change_added`), and refused otherwise."""
+    CHANGE about a column in ``added`` (see :func:`_change_added`), and refused otherwise;
+    the first operation naming a column is the one matched to it."""
     found: dict[str, Operation] = {}
     names = {_key(column.name) for column in model.columns}
     for operation in operations:
         if not isinstance(operation, kind):
             continue
         name = operation.name if isinstance(operation, DropColumn) else operation.old_name
+        if _key(name) in found and (operation.if_exists or kind is ChangeColumn):
+            continue  # a DROP IF EXISTS of a column dropped already is skipped, a second CHANGE left for later
         if _key(name) in found:
             raise ModelMismatch(f"column {name!r} of table {model.name!r} is named by two operations")
         if _key(name) in names:
@@ -159,16 +165,22 @@ def _columns(model: TableModel, operations: list[Operation]) -> tuple[ColumnMode
             continue
         kept = _kept(column, alters) if change is None else change.column
         placed.append(replace(kept, was=column.name))
-    known = {_key(column.name) for column in model.columns}  # what IF NOT EXISTS looks at
+    originals = {_key(column.name) for column in model.columns}
+    known = set(originals)  # what ADD COLUMN IF NOT EXISTS looks at: the table, and the columns defined before it
     for operation in operations:
-        if isinstance(operation, AddColumn) and not (operation.if_not_exists and _key(operation.column.name) in known):
-            _place(placed, _defaulted(replace(operation.column, was=None), alters), operation.position)
+        if isinstance(operation, AddColumn):
+            if not (operation.if_not_exists and _key(operation.column.name) in known):
+                _place(placed, _defaulted(replace(operation.column, was=None), alters), operation.position)
             known.add(_key(operation.column.name))
-        elif isinstance(operation, ChangeColumn) and operation.position and _key(operation.old_name) in changes:
-            column = replace(operation.column, was=model.column(operation.old_name).name)
-            _place(placed, _defaulted(column, alters), operation.position)
-        elif isinstance(operation, ChangeColumn) and _key(operation.old_name) not in changes:
-            _change_added(placed, operation, alters)
+        elif isinstance(operation, ChangeColumn):
+            known.add(_key(operation.column.name))  # even when IF EXISTS skips it, as MariaDB checks ADD first
+            if operation.if_exists and _key(operation.old_name) not in originals:
+                continue
+            if changes.get(_key(operation.old_name)) is not operation:
+                _change_added(placed, operation, alters)
+            elif operation.position:
+                column = replace(operation.column, was=model.column(operation.old_name).name)
+                _place(placed, _defaulted(column, alters), operation.position)
     _refuse_unused(model, alters)
     _unique(model, placed)
     return tuple(placed)
@@ -241,9 +253,13 @@ def _unique(model: TableModel, columns: list[ColumnModel]) -> None:
 
 
 def _key_followed(model: TableModel, columns: tuple[ColumnModel, ...]) -> tuple[str, ...]:
-    """The primary key with its columns' new names, without the columns dropped."""
-    renamed = {_key(column.was): column.name for column in columns if column.was is not None}
-    return tuple(renamed[_key(name)] for name in model.primary_key if _key(name) in renamed)
+    """The primary key with its columns' new names, without the columns dropped: each key part
+    is the first new column whose old name, or own name if it is added, is the part's (so a
+    column dropped and added again under its name stays in the key, as on the server)."""
+    sources: dict[str, str] = {}
+    for column in columns:
+        sources.setdefault(_key(column.name if column.was is None else column.was), column.name)
+    return tuple(sources[_key(name)] for name in model.primary_key if _key(name) in sources)
 
 
 def _keyed(model: TableModel) -> TableModel:

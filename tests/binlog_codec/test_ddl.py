@@ -573,8 +573,10 @@ def test_apply_names_the_columns_of_the_table_before_the_statement():
         "a", "e", "c", "d"]
     assert applied("ALTER TABLE t ADD PRIMARY KEY (b), DROP PRIMARY KEY").primary_key == ("b",)
     assert applied("ALTER TABLE t CHANGE a id int, ADD COLUMN n int FIRST").primary_key == ("id",)
-    with pytest.raises(ModelMismatch, match="two operations"):
+    with pytest.raises(ModelMismatch, match="no column 'x' added for 'b'"):
         applied("ALTER TABLE t MODIFY b int, CHANGE b x int")
+    with pytest.raises(ModelMismatch, match="two operations"):
+        applied("ALTER TABLE t DROP b, DROP b")
     with pytest.raises(ModelMismatch, match="two columns"):
         applied("ALTER TABLE t RENAME COLUMN b TO c")
 
@@ -683,6 +685,12 @@ def alter_statements(draw) -> tuple[str, str]:
         st.tuples(names, where).map(lambda x: f"MODIFY {x[0]} int NOT NULL{x[1]}"),
         st.tuples(names, names).map(lambda x: f"RENAME COLUMN {x[0]} TO {x[1]}"),
         st.tuples(names, st.integers(0, 9)).map(lambda x: f"ALTER {x[0]} SET DEFAULT {x[1]}"),
+        names.map(lambda n: f"ALTER COLUMN {n} DROP DEFAULT"),
+        st.tuples(names, where).map(lambda x: f"ADD COLUMN IF NOT EXISTS {x[0]} int DEFAULT 2{x[1]}"),
+        names.map(lambda n: f"DROP COLUMN IF EXISTS {n}"),
+        st.tuples(names, names).map(lambda x: f"CHANGE IF EXISTS {x[0]} {x[1]} int"),
+        st.lists(names, min_size=1, max_size=2, unique=True).map(lambda k: f"ADD PRIMARY KEY ({', '.join(k)})"),
+        st.just("DROP PRIMARY KEY"),
     )
     return create, "ALTER TABLE t " + ", ".join(draw(st.lists(operation, min_size=1, max_size=4)))
 
