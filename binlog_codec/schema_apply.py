@@ -32,7 +32,7 @@ the server's.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable, Iterable
+from typing import Callable
 
 from .schema_change import (
     AddColumn,
@@ -109,10 +109,10 @@ def _renamed(model: TableModel, change: TablesRenamed) -> TableModel:
 # -- ALTER TABLE -------------------------------------------------------------------------
 
 _COLUMN_OPERATIONS = (AddColumn, DropColumn, ChangeColumn, RenameColumn, AlterDefault)
+_Alters = list[AlterDefault | RenameColumn]  # RENAME COLUMN and SET/DROP DEFAULT not yet matched to a column
 
 
-def _altered(model: TableModel, operations: Iterable[Operation]) -> TableModel:
-    operations = list(operations)
+def _altered(model: TableModel, operations: tuple[Operation, ...]) -> TableModel:
     columns = _columns(model, [op for op in operations if isinstance(op, _COLUMN_OPERATIONS)])
     result = replace(model, columns=columns, primary_key=_key_followed(model, columns))
     if any(isinstance(op, DropPrimaryKey) for op in operations):
@@ -146,7 +146,7 @@ def _targets(
             raise ModelMismatch(f"column {name!r} of table {model.name!r} is named by two operations")
         if _key(name) in names:
             found[_key(name)] = operation
-        elif not (operation.if_exists or (isinstance(operation, ChangeColumn) and _key(operation.column.name) in added)):
+        elif not (operation.if_exists or (kind is ChangeColumn and _key(operation.column.name) in added)):
             raise ModelMismatch(f"table {model.name!r} has no column {name!r}")
     return found
 
@@ -190,7 +190,7 @@ def _named(operation: AlterDefault | RenameColumn) -> str:
     return _key(operation.name if isinstance(operation, AlterDefault) else operation.old_name)
 
 
-def _kept(column: ColumnModel, alters: list[AlterDefault | RenameColumn]) -> ColumnModel:
+def _kept(column: ColumnModel, alters: _Alters) -> ColumnModel:
     """A column neither dropped nor changed, with the RENAME COLUMN and SET/DROP DEFAULT that name
     it as it was (so that renames can swap names), which are used up."""
     for operation in [operation for operation in alters if _named(operation) == _key(column.name)]:
@@ -202,7 +202,7 @@ def _kept(column: ColumnModel, alters: list[AlterDefault | RenameColumn]) -> Col
     return column
 
 
-def _defaulted(column: ColumnModel, alters: list[AlterDefault | RenameColumn]) -> ColumnModel:
+def _defaulted(column: ColumnModel, alters: _Alters) -> ColumnModel:
     """A column added or moved, with the first SET/DROP DEFAULT naming it, which is used up
     (MariaDB; MySQL refuses these)."""
     found = next((op for op in alters if isinstance(op, AlterDefault) and _named(op) == _key(column.name)), None)
@@ -212,13 +212,13 @@ def _defaulted(column: ColumnModel, alters: list[AlterDefault | RenameColumn]) -
     return replace(column, default=found.default)
 
 
-def _refuse_unused(model: TableModel, alters: list[AlterDefault | RenameColumn]) -> None:
+def _refuse_unused(model: TableModel, alters: _Alters) -> None:
     unused = [operation for operation in alters if not operation.if_exists]
     if unused:
         raise ModelMismatch(f"table {model.name!r} has no column {_named(unused[0])!r} for {unused[0]}")
 
 
-def _change_added(columns: list[ColumnModel], operation: ChangeColumn, alters: list[AlterDefault | RenameColumn]) -> None:
+def _change_added(columns: list[ColumnModel], operation: ChangeColumn, alters: _Alters) -> None:
     """MariaDB's CHANGE or MODIFY naming no column of the table (or one it drops) whose new name
     is a column the same statement adds: the new definition replaces the added one, last or
     where its position says (``mysql_prepare_alter_table``; MySQL refuses the statement)."""
