@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import json
 import shutil
 from pathlib import Path
@@ -144,8 +146,9 @@ def test_a_run_planned_before_another_commit_is_refused_not_published_twice(spar
 
 
 def test_the_command_logs_what_a_user_can_act_on(source, tmp_path):
-    """``python -m spark_jobs.ingest`` without SPARK_LOCAL_IP set: no warning about the host name,
-    no py4j chatter; its own progress lines and the summary."""
+    """``python -m spark_jobs.ingest`` as users run it (validation on) without SPARK_LOCAL_IP set:
+    its own progress lines and the summary, and not one line at WARNING or above, none from the
+    java launcher, Spark's start-up, py4j or Great Expectations."""
     import os
     import subprocess
     import sys
@@ -153,11 +156,18 @@ def test_the_command_logs_what_a_user_can_act_on(source, tmp_path):
     env = {key: value for key, value in os.environ.items() if key != "SPARK_LOCAL_IP"}
     run = subprocess.run(
         [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source), "--warehouse", str(tmp_path / "w"),
-         "--master", "local[2]", "--no-validation"],
+         "--master", "local[2]"],
         capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
+    ours = re.compile(r"^\S+ \S+ INFO (spark_jobs|binlog_codec)\.")
+    # the one warning: the source's look-alike, which the user can rename or remove
+    actionable = re.compile(r"^\S+ \S+ WARNING spark_jobs\.source_files: .*notes\.000001: named like a binlog file")
+    lines = run.stderr.splitlines()
+    assert [line for line in lines if not ours.match(line)] == [line for line in lines if actionable.match(line)]
+    assert len(lines) > 5 and sum(bool(actionable.match(line)) for line in lines) == 1
     assert "resolves to a loopback address" not in run.stderr and "py4j" not in run.stderr
+    assert "quality: passed (16 expectations)" in run.stdout
     assert "spark_jobs.ingest: run " in run.stderr and run.stdout.startswith("run ")
     assert "mariadb-bin.index" not in run.stderr  # an index file is no binlog look-alike
 
