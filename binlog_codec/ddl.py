@@ -30,6 +30,8 @@ databases, views, routines, triggers, users) give
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .create_table import (
     KEY_WORDS,
     DefinitionError,
@@ -79,6 +81,9 @@ from .schema_change import (
 )
 from .table_model import ColumnModel, column_of, model_of
 
+if TYPE_CHECKING:
+    from .events import QueryEvent
+
 # sql_mode bits, the same on MySQL and MariaDB
 ANSI_QUOTES = 1 << 2
 NO_BACKSLASH_ESCAPES = 1 << 20
@@ -124,7 +129,7 @@ def parse(statement: str, database: str | None = None, *, sql_mode: int = 0) -> 
         return NotUnderstood(statement, str(exc), exc.token.offset if exc.token else 0)
 
 
-def parse_event(event) -> Change:
+def parse_event(event: QueryEvent) -> Change:
     """:func:`parse` of a :class:`~binlog_codec.events.QueryEvent`: its query, database and sql_mode."""
     return parse(event.query, event.database or None, sql_mode=event.status_vars.get("sql_mode", 0))
 
