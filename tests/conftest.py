@@ -14,7 +14,7 @@ machine without MariaDB the integration tests are skipped
 
 from __future__ import annotations
 
-import os
+import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -134,3 +134,15 @@ def s3_server(tmp_path_factory):
             server.stop()
         except S3ServerError as exc:  # pragma: no cover - reported, not fatal
             print(f"warning: stopping the S3 server failed: {exc}", file=sys.stderr)
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    """Debian's Chromium for the browser tests: skipped without it, a failure when ``CI`` is set."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        reason = "Chromium is not installed; run: make chromium (apt-get install chromium)"
+        if in_ci():
+            pytest.fail(reason, pytrace=False)
+        pytest.skip(reason)
+    return found

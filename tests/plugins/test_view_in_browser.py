@@ -26,20 +26,17 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import sqlite3
 import struct
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 import zlib
 from pathlib import Path
 
 import pytest
 
-from ci import in_ci
+from airflow_standalone import fetch, free_port
 from spark_jobs.publish import read_checkpoint
 
 pytestmark = pytest.mark.integration
@@ -50,17 +47,6 @@ AIRFLOW = Path(sys.executable).parent / "airflow"
 WINDOW = (1400, 900)
 SIMPLE_AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 START_TIMEOUT = 300  # seconds for an API server to answer: the first start on a busy machine is slow
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        reason = "Chromium is not installed; run: make chromium (apt-get install chromium)"
-        if in_ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -184,21 +170,6 @@ def log_in(server: dict) -> str:
     return json.loads(body)["access_token"]
 
 
-def fetch(url: str, headers: dict[str, str] | None = None, method: str = "GET",
-          data: dict | None = None) -> tuple[int | None, str]:
-    """Status and body of one HTTP request (JSON ``data`` as the body); status None when nothing answers."""
-    body = None if data is None else json.dumps(data).encode()
-    request = urllib.request.Request(url, data=body, method=method, headers={
-        **({} if data is None else {"Content-Type": "application/json"}), **(headers or {})})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as refused:
-        return refused.code, refused.read().decode()
-    except OSError:
-        return None, ""
-
-
 def test_the_api_server_refuses_an_anonymous_request_to_the_view(with_login, served):
     status, body = fetch(f"{with_login['url']}/binlake/")
     assert (status, json.loads(body)) == (401, {"detail": "Not authenticated"})
@@ -258,7 +229,3 @@ def png_facts(path: Path) -> tuple[int, int, int]:
     return width, height, len(set(zlib.decompress(b"".join(chunks))))
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]

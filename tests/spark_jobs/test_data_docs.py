@@ -38,7 +38,6 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
-from ci import in_ci
 from spark_jobs.data_docs import NotSelfContained, check_self_contained, content_id, make_self_contained, share
 from spark_jobs.ingest import ingest
 from spark_jobs.validate import validate
@@ -309,17 +308,6 @@ def test_the_binlake_view_serves_the_pages_and_the_shared_static_files(site, sha
 
 
 # -- in a browser without a network ---------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        reason = "Chromium is not installed; run: make chromium (apt-get install chromium)"
-        if in_ci():
-            pytest.fail(reason, pytrace=False)
-        pytest.skip(reason)
-    return found
 
 
 def test_the_index_is_styled_and_its_table_drawn_offline(site, chromium, tmp_path):
