@@ -353,7 +353,7 @@ class Table:
     or_replace: bool = False
 
 
-_INTEGERS = {
+INTEGER_TYPES = {
     "TINYINT": ColumnType.TINY, "BOOL": ColumnType.TINY, "BOOLEAN": ColumnType.TINY, "INT1": ColumnType.TINY,
     "SMALLINT": ColumnType.SHORT, "INT2": ColumnType.SHORT,
     "MEDIUMINT": ColumnType.INT24, "INT3": ColumnType.INT24, "MIDDLEINT": ColumnType.INT24,
@@ -426,8 +426,8 @@ class _Builder:
         return column
 
     def _builder(self, name: str) -> Callable[[Column, ColumnSpec], None] | None:
-        if name in _INTEGERS:
-            return lambda c, s: self._set(c, _INTEGERS[name])
+        if name in INTEGER_TYPES:
+            return lambda c, s: self._set(c, INTEGER_TYPES[name])
         if name in _FRACTIONAL:
             return lambda c, s: self._set(c, _FRACTIONAL[name], fsp=_argument(s, 0))
         if name in _TEXTS or name in _BLOBS:

@@ -25,8 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .column_default import Default, default_of
-from .create_table import ColumnSpec, Table, split_at_commas, sql_text
+from .create_table import INTEGER_TYPES, ColumnSpec, Table, split_at_commas, sql_text
+from .table_map import ColumnType
 
+# The name of each integer type, whatever its synonym (INTEGER, INT4, BOOLEAN, MIDDLEINT...).
+_INTEGER_NAMES = {ColumnType.TINY: "TINYINT", ColumnType.SHORT: "SMALLINT", ColumnType.INT24: "MEDIUMINT",
+                  ColumnType.LONG: "INT", ColumnType.LONGLONG: "BIGINT"}
 # The types whose values have a character set (CONVERT TO CHARACTER SET changes theirs).
 _CHARACTER_TYPES = frozenset("CHAR CHARACTER VARCHAR NCHAR NVARCHAR TINYTEXT TEXT MEDIUMTEXT LONGTEXT ENUM SET".split())
 
@@ -76,9 +80,13 @@ class TableModel:
 
 def type_text(spec: ColumnSpec) -> str:
     """``VARCHAR(100)``, ``DECIMAL(10,2) UNSIGNED``, ``ENUM('a','b')``, ``CHAR(3) BINARY``: a type as
-    written (with the BINARY attribute, which picks the ``_bin`` collation), canonically spaced."""
+    written (with the BINARY attribute, which picks the ``_bin`` collation), canonically spaced;
+    integer types by their one name and, like YEAR, without the display width that does not
+    change their values (``int(11)`` is ``INT``, ``BOOLEAN`` is ``TINYINT``)."""
+    name = _INTEGER_NAMES.get(INTEGER_TYPES.get(spec.type_name), spec.type_name)
     arguments = ",".join(sql_text(part) for part in split_at_commas(spec.arguments))
-    text = f"{spec.type_name}({arguments})" if spec.arguments else spec.type_name
+    widths_only = name in _INTEGER_NAMES.values() or name == "YEAR"
+    text = f"{name}({arguments})" if spec.arguments and not widths_only else name
     if spec.unsigned and spec.type_name != "SERIAL":
         text += " UNSIGNED"
     return text + " BINARY" if spec.binary else text

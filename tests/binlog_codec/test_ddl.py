@@ -370,6 +370,14 @@ def test_lineage_of_each_kind_of_column():
     assert lineage(new, apply(new, parse("ALTER TABLE t ENGINE=InnoDB", "db")))[0] == Same("id")
 
 
+def test_integer_display_widths_and_synonyms_are_not_type_changes():
+    old = model("CREATE TABLE t (a int(11), b integer(4) unsigned zerofill, c year(4), d bool, e decimal(5,2))")
+    assert [c.type for c in old.columns] == ["INT", "INT UNSIGNED", "YEAR", "TINYINT", "DECIMAL(5,2)"]
+    new = apply(old, parse("ALTER TABLE t MODIFY a INT, MODIFY b int unsigned, MODIFY e decimal(6,2)", "db"))
+    assert lineage(old, new)[:2] == [Same("a"), Same("b")]
+    assert lineage(old, new)[4] == TypeChanged("e", "e", "DECIMAL(5,2)", "DECIMAL(6,2)")
+
+
 def test_lineage_of_a_column_dropped_and_added_again():
     old = model(BASE)
     new = apply(old, parse("ALTER TABLE t DROP b, ADD b varchar(10)", "db"))
@@ -550,7 +558,7 @@ def test_known_fixture_statements(queries):
     ]
     staff = outcome(queries, "mysql-bin.sakila", "CREATE TABLE staff (").model
     assert staff.column("password").type == "VARCHAR(40) BINARY"
-    assert staff.column("active") == ColumnModel("active", "BOOLEAN", False, Literal(1, "TRUE"))
+    assert staff.column("active") == ColumnModel("active", "TINYINT", False, Literal(1, "TRUE"))
 
 
 @pytest.mark.parametrize(
