@@ -2,7 +2,7 @@
 
 A :class:`TableModel` is what the DDL a binlog carries says about a table's rows: each
 column's name, type (as written, upper-cased: ``VARCHAR(100)``, ``INT UNSIGNED``,
-``ENUM('a','b')``), NULL or NOT NULL, DEFAULT (a typed value or "not knowable", see
+``ENUM('a','b')``; integer types by one name, without display width), NULL or NOT NULL, DEFAULT (a typed value or "not knowable", see
 :mod:`binlog_codec.column_default`), character set and collation (as written; None is the
 table's default), AUTO_INCREMENT and a generated column's expression, and the columns of
 the PRIMARY KEY. It is built from a CREATE TABLE statement by the column-definition grammar
