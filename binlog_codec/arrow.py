@@ -381,6 +381,10 @@ TABLE_SCHEMA = pa.schema([
     *_position_fields("first"),
     *_position_fields("last"),
     pa.field("rows", pa.int64()),
+    # The statement of the last schema change of the table logged before the version's first
+    # row change, and where it starts (``file:pos``); None when the log read holds none.
+    pa.field("ddl", pa.string()),
+    pa.field("ddl_position", pa.string()),
 ])
 
 

@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from spark_jobs import image_files, publish
+from spark_jobs import image_files, publish, schema_history
 from binlog_codec.arrow import TABLE_SCHEMA
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, TRANSACTION_SCHEMA, decode
 from spark_jobs.ingest import FACTS_FOLDER, RUN_FILE, IngestResult, Input, primary_keys, publish_run, work_folder
@@ -144,9 +144,10 @@ def prepare_backfill(
 
 def write_facts(decoded, days: list[date], tables: set[str], folder: Path) -> None:
     """What validation checks the rebuilt ``changes`` against, kept out of the published output:
-    the table versions of the rebuilt ``tables`` (``db.table``) and the transactions committed on
-    ``days`` with their rows of those tables (``metadata/table_schemas`` and
-    ``metadata/transactions``, as :func:`spark_jobs.validate.validate` reads them)."""
+    the table versions of the rebuilt ``tables`` (``db.table``), the transactions committed on
+    ``days`` with their rows of those tables and the schema changes logged on ``days``
+    (``metadata/table_schemas``, ``metadata/transactions`` and ``metadata/schema_changes``, as
+    :func:`spark_jobs.validate.validate` reads them)."""
     def rebuilt(row: dict) -> bool:
         return f"{row['database']}.{row['table']}" in tables
 
@@ -159,11 +160,21 @@ def write_facts(decoded, days: list[date], tables: set[str], folder: Path) -> No
         index = index.filter(pc.and_(pc.greater_equal(index["commit_ts"], lo), pc.less(index["commit_ts"], hi)))
         for row in index.to_pylist():
             transactions.append({**row, "rows_per_table": [entry for entry in row["rows_per_table"] if rebuilt(entry)]})
-    for name, rows, schema in (("table_schemas", versions, TABLE_SCHEMA), ("transactions", transactions,
-                                                                             TRANSACTION_SCHEMA)):
+    changes = _schema_changes_on(decoded.schema_changes, lo, hi)
+    for name, rows, schema in (("table_schemas", versions, TABLE_SCHEMA),
+                               ("transactions", transactions, TRANSACTION_SCHEMA),
+                               (schema_history.SCHEMA_CHANGES, changes, schema_history.SCHEMA_CHANGES_SCHEMA)):
         target = folder / "metadata" / name / f"{name}.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), target)
+
+
+def _schema_changes_on(path: str | None, lo: pa.Scalar, hi: pa.Scalar) -> list[dict]:
+    """The staged schema changes logged in ``[lo, hi)``."""
+    if path is None:
+        return []
+    changes = pq.read_table(path)
+    return changes.filter(pc.and_(pc.greater_equal(changes["_commit_ts"], lo), pc.less(changes["_commit_ts"], hi))).to_pylist()
 
 
 def _source_file(source: str, name: str) -> Path:

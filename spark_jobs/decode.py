@@ -25,7 +25,14 @@ change. The staging folder then holds::
         one row per table version seen (binlog_codec.arrow.TABLE_SCHEMA):
         columns with exact SQL type, nullability, signedness, charset and
         collation, ENUM/SET values, geometry type, visibility, primary key
-        with prefixes, metadata level, first and last row position, rows
+        with prefixes, metadata level, first and last row position, rows, and the
+        statement of the last schema change of the table before its first row
+        (ddl, ddl_position: spark_jobs.schema_history.name_versions)
+    schema_changes/part-<first file>-<start>-<last file>-<end>.parquet
+        one row per schema change and table it changes, in log order
+        (spark_jobs.schema_history.SCHEMA_CHANGES_SCHEMA): the QUERY events that
+        end a transaction of their own and that binlog_codec.ddl reads as a schema
+        change or cannot read (not_understood, with the reason)
 
 ``<file>`` is the binlog file's name and ``<start>-<end>`` the split's byte
 range, so decoding the same input again gives the same names (and the same
@@ -79,7 +86,7 @@ from binlog_codec.table_batches import TableBatches
 from binlog_codec.table_map import TableMap
 from binlog_codec.transactions import Transaction
 
-from . import image_files, tasks
+from . import image_files, schema_history, tasks
 from .gc_pause import paused_gc
 from .layout import path_part
 from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_events, split_transactions
@@ -148,6 +155,7 @@ SUMMARY_SCHEMA = pa.schema([
     pa.field("transactions_path", pa.string()),
     pa.field("versions", pa.list_(_VERSION)),
     pa.field("charset_checks", pa.list_(pa.struct(list(CHARSET_CHECK_SCHEMA)))),
+    pa.field("schema_changes", pa.list_(pa.struct(list(schema_history.SCHEMA_CHANGES_SCHEMA)))),
     pa.field("error", _ERROR),
 ])
 
@@ -167,6 +175,7 @@ class DecodeResult:
     transaction_files: list[str] = field(default_factory=list)
     table_schemas: str | None = None
     charset_checks: str | None = None
+    schema_changes: str | None = None
     seconds: float = 0.0
 
     @property
@@ -389,6 +398,7 @@ def decode_split(split: Split, work_dir: str | os.PathLike[str], batch_rows: int
                 index.count(rows.table, images.append(rows, index.commit_at(rows.event.pos)))
         summary["versions"] = images.close()
         summary["charset_checks"] = versions.round_trips.rows()
+        summary["schema_changes"] = schema_history.split_schema_changes(split, index.transactions)
         summary["transactions_path"] = index.write(work)
         summary["transactions"] = len(index.transactions)
         summary["rows"] = sum(version["rows"] for version in summary["versions"])
@@ -461,6 +471,11 @@ def _table_schema_rows(plan: SplitPlan, summaries: list[dict[str, Any]]) -> list
     return list(rows.values())
 
 
+def _schema_change_rows(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The splits' schema changes, in log order (summaries come in split order)."""
+    return [row for summary in summaries for row in summary["schema_changes"] or []]
+
+
 def _charset_check_rows(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The splits' round-trip checks added up per (database, table, column, charset)."""
     rows: dict[tuple, dict[str, Any]] = {}
@@ -486,6 +501,20 @@ def _write_run_table(
     return relative
 
 
+def _write_run_tables(plan: SplitPlan, summaries: list[dict[str, Any]], work_dir: Path) -> dict[str, str | None]:
+    """The run's table versions (named by the run's schema changes), charset checks and schema
+    changes, each one file for the run; their relative paths by folder."""
+    changes = _schema_change_rows(summaries)
+    versions = schema_history.name_versions(_table_schema_rows(plan, summaries), changes)
+    return {
+        TABLE_SCHEMAS: _write_run_table(TABLE_SCHEMAS, versions, TABLE_SCHEMA, plan, work_dir),
+        CHARSET_CHECKS: _write_run_table(CHARSET_CHECKS, _charset_check_rows(summaries), CHARSET_CHECK_SCHEMA, plan,
+                                         work_dir),
+        schema_history.SCHEMA_CHANGES: _write_run_table(schema_history.SCHEMA_CHANGES, changes,
+                                                        schema_history.SCHEMA_CHANGES_SCHEMA, plan, work_dir),
+    }
+
+
 def _move_into(work_dir: Path, staging: Path) -> None:
     """Every file of the run's temporary folder to the same place in the staging folder."""
     for source in sorted(p for p in work_dir.rglob("*") if p.is_file()):
@@ -494,9 +523,9 @@ def _move_into(work_dir: Path, staging: Path) -> None:
         os.replace(source, target)
 
 
-def _result(
-    plan: SplitPlan, summaries: list[dict[str, Any]], staging: Path, schemas: str | None, checks: str | None
-) -> DecodeResult:
+def _result(plan: SplitPlan, summaries: list[dict[str, Any]], staging: Path, written: dict[str, str | None]) -> DecodeResult:
+    """What was staged; ``written``: the run tables' relative paths by folder (None: no rows)."""
+    staged = {folder: None if path is None else str(staging / path) for folder, path in written.items()}
     result = DecodeResult(
         staging_dir=str(staging),
         files=plan.files,
@@ -504,8 +533,9 @@ def _result(
         bytes=plan.bytes,
         transactions=sum(summary["transactions"] for summary in summaries),
         transaction_files=[str(staging / summary["transactions_path"]) for summary in summaries],
-        table_schemas=None if schemas is None else str(staging / schemas),
-        charset_checks=None if checks is None else str(staging / checks),
+        table_schemas=staged.get(TABLE_SCHEMAS),
+        charset_checks=staged.get(CHARSET_CHECKS),
+        schema_changes=staged.get(schema_history.SCHEMA_CHANGES),
     )
     for summary in summaries:
         for version in summary["versions"]:
@@ -560,7 +590,7 @@ def decode(
                        sizes)
     work_dir = staging / TEMPORARY / uuid.uuid4().hex
     summaries: list[dict[str, Any]] = []
-    schemas = checks = None
+    written: dict[str, str | None] = {}
     try:
         if plan:
             log.info("decoding %d splits of %d files (%d bytes)", len(plan), len(plan.files), plan.bytes)
@@ -569,13 +599,12 @@ def decode(
         if error is not None:
             raise error
         if plan:
-            schemas = _write_run_table(TABLE_SCHEMAS, _table_schema_rows(plan, summaries), TABLE_SCHEMA, plan, work_dir)
-            checks = _write_run_table(CHARSET_CHECKS, _charset_check_rows(summaries), CHARSET_CHECK_SCHEMA, plan, work_dir)
+            written = _write_run_tables(plan, summaries, work_dir)
             _move_into(work_dir, staging)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
         _remove_if_empty(staging / TEMPORARY)
-    result = _result(plan, summaries, staging, schemas, checks)
+    result = _result(plan, summaries, staging, written)
     result.seconds = time.monotonic() - started
     _log_result(result)
     return result

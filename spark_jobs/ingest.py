@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binlog_codec.arrow import TABLE_SCHEMA
-from spark_jobs import publish, refusals
+from spark_jobs import publish, refusals, schema_history
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.expectations import verdict
 from spark_jobs.layout import table_folder
@@ -209,8 +209,10 @@ def primary_keys(decoded: DecodeResult) -> dict[tuple[str, str], list[str]]:
 
 
 def _copy_metadata(decoded: DecodeResult, root: Path, out: Path, run_id: str) -> None:
-    """The transaction index and the charset checks under names derived from the run; the table
-    versions merged with the warehouse's (:func:`merge_table_schemas`), to replace them."""
+    """The transaction index, the schema changes and the charset checks under names derived from
+    the run; the table versions merged with the warehouse's (:func:`merge_table_schemas`) and named
+    by their DDL over the whole schema history (:func:`spark_jobs.schema_history.name_versions`),
+    to replace them."""
     transactions = out / "metadata" / "transactions"
     transactions.mkdir(parents=True, exist_ok=True)
     for path in decoded.transaction_files:
@@ -218,18 +220,33 @@ def _copy_metadata(decoded: DecodeResult, root: Path, out: Path, run_id: str) ->
     if decoded.charset_checks is not None:
         (out / "metadata" / "charset_checks").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(decoded.charset_checks, out / "metadata" / "charset_checks" / f"{run_id}.parquet")
+    if decoded.schema_changes is not None:
+        (out / "metadata" / schema_history.SCHEMA_CHANGES).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(decoded.schema_changes,
+                        out / "metadata" / schema_history.SCHEMA_CHANGES / Path(decoded.schema_changes).name)
     if decoded.table_schemas is not None:
-        published = sorted((root / "metadata" / "table_schemas").glob("*.parquet"))
-        earlier = [row for path in published for row in pq.read_table(path).to_pylist()]
-        merged = merge_table_schemas(earlier, pq.read_table(decoded.table_schemas).to_pylist())
+        merged = merge_table_schemas(_published_rows(root, "table_schemas"), _staged_rows(decoded.table_schemas))
+        history = _published_rows(root, schema_history.SCHEMA_CHANGES) + _staged_rows(decoded.schema_changes)
         target = out / "metadata" / "table_schemas" / "table_schemas.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(merged, schema=TABLE_SCHEMA), target)
+        pq.write_table(pa.Table.from_pylist(schema_history.name_versions(merged, history), schema=TABLE_SCHEMA), target)
+
+
+def _published_rows(root: Path, table: str) -> list[dict]:
+    """The rows of the warehouse's ``metadata/<table>``, file by file in name order."""
+    return [row for path in sorted((root / "metadata" / table).glob("*.parquet")) for row in pq.read_table(path).to_pylist()]
+
+
+def _staged_rows(path: str | None) -> list[dict]:
+    return [] if path is None else pq.read_table(path).to_pylist()
 
 
 def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
     """One row per table version (``schema_id``) over every run: a version already known keeps
-    its first position and takes the new run's last position, its row counts added up."""
+    its first position and its ``ddl`` and takes the new run's last position, its row counts added
+    up (a known version without a ``ddl`` gets none from the new run: that run's is named after
+    its later first row; :func:`~spark_jobs.schema_history.name_versions` names it from the whole
+    history)."""
     rows = {row["schema_id"]: dict(row) for row in earlier}
     for row in new:
         known = rows.get(row["schema_id"])
@@ -384,6 +401,7 @@ def prepare(
              stream, plan.mode, len(result.inputs), source, plan.skipped)
     with attempt.step("decode"):
         decoded = _decode_plan(spark, plan, scans, work, target_bytes)
+    result.notices += schema_history.warn_not_understood(_staged_rows(decoded.schema_changes))
     result.bytes = decoded.bytes
     result.ends = {read.file.name: read.resume for read in plan.reads}
     with attempt.step("materialize"):

@@ -20,10 +20,11 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow import fs as pafs
 
-from binlog_codec import errors
+from binlog_codec import ddl, errors
 from binlog_codec.arrow import Commit, ImageBatchBuilder, schema_id
 from binlog_codec.events import FormatDescriptionEvent, XidEvent, read
 from binlog_codec.rows import read_rows
+from binlog_codec.schema_change import NotSchemaChange
 from binlog_codec.table_map import sql_type
 from binlog_codec.transactions import scan_transactions
 from fixture_facts import BAD_FILES, good_files, path
@@ -227,7 +228,31 @@ def test_decoding_again_gives_the_same_names_and_bytes(spark, tmp_path):
     again = decode(spark, files, tmp_path, target_bytes=1)
     assert again.images == first.images and again.transaction_files == first.transaction_files
     assert {name: (tmp_path / name).read_bytes() for name in visible(tmp_path)} == contents
-    assert all(name.startswith(("images/", "transactions/", "table_schemas/")) for name in contents)
+    assert all(name.startswith(("images/", "transactions/", "table_schemas/", "schema_changes/")) for name in contents)
+
+
+DDL_FILES = ["blackbeam__rust_mysql_common/binlog_transaction_with_GTID.000001", "blackbeam__rust_mysql_common/vector.binlog",
+             "blackbeam__rust_mysql_common/bug33029-slave-relay-bin.000001"]
+
+
+def test_one_transaction_per_split_stages_each_schema_change_once(spark, tmp_path):
+    """Every DDL event is read by exactly one split: one split per transaction stages the same
+    schema changes as one split per file, and they are the QUERY events binlog_codec.ddl reads as
+    schema changes, in log order."""
+    files = [path(name) for name in DDL_FILES]
+    whole = decode(spark, files, tmp_path / "whole")
+    small = decode(spark, files, tmp_path / "small", target_bytes=1)
+    assert small.splits > whole.splits
+    staged = pq.read_table(whole.schema_changes).to_pylist()
+    assert pq.read_table(small.schema_changes).to_pylist() == staged
+    logged = [
+        (Path(name).name, event.pos) for name in files for event in read(name)
+        if isinstance(getattr(event, "query", None), str)
+        and not isinstance(ddl.parse_event(event), NotSchemaChange)
+    ]
+    assert [(row["_binlog_file"], row["_binlog_pos"]) for row in staged] == \
+        [place for place in logged for _ in range(2 if place == ("bug33029-slave-relay-bin.000001", 236) else 1)]
+    assert {row["change"] for row in staged} == {"created", "dropped", "database_dropped"}
 
 
 def test_no_complete_transaction_means_no_job_and_nothing_staged(spark, tmp_path):

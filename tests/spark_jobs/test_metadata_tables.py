@@ -45,12 +45,15 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import types as T
 
+from binlog_codec import ddl
 from binlog_codec.cli import main as binlog_codec
+from binlog_codec.schema_change import NotSchemaChange
 from fixture_facts import path
 from spark_jobs import publish
 from spark_jobs.lock import LOCK_FILE
 from spark_jobs.ingest import ingest
 from spark_jobs.layout import name_of
+from spark_jobs.schema_history import change_rows
 
 # Fixture binlogs in log order, each copied in as mysql-bin.<n>, and what each brings.
 SOURCES = [
@@ -63,7 +66,7 @@ SOURCES = [
     ("blackbeam__rust_mysql_common/vector.binlog", "MySQL 9 VECTOR columns, primary keys, six table maps"),
     ("osheroff__mysql-binlog-connector-java/mysql-bin.aurora-padding", "ends inside a transaction"),
 ]
-METADATA_TABLES = ("table_schemas", "transactions", "runs")
+METADATA_TABLES = ("table_schemas", "transactions", "schema_changes", "runs")
 PARTITION_COLUMNS = {"commit_date"}
 # What binlog-codec metadata --json says about a column, compared with table_schemas as it is.
 COLUMN_FIELDS = (
@@ -427,6 +430,51 @@ def test_transaction_rows_per_table_are_those_of_binlog_codec_rows_and_changes(w
         total.update(per_table)
     assert dict(total) == changes_rows(warehouse)
     assert sum(total.values()) == sum(len(lines["rows"]) for lines in codec.values()) == 39
+
+
+# -- schema changes ----------------------------------------------------------------------
+
+
+def logged_ddl(codec_file: dict) -> list[tuple[int, str, int]]:
+    """The QUERY events of complete transactions that binlog_codec.ddl reads as schema changes:
+    position, statement and how many tables each changes."""
+    complete = [(t["start"], t["end"]) for t in codec_file["transactions"] if t["complete"]]
+    found = []
+    for event in codec_file["events"]:
+        fields = event["fields"]
+        if event["type"] not in ("QUERY", "QUERY_COMPRESSED") or not any(s <= event["pos"] < e for s, e in complete):
+            continue
+        change = ddl.parse(fields["query"], fields["database"] or None,
+                           sql_mode=(fields["status_vars"] or {}).get("sql_mode", 0))
+        if not isinstance(change, NotSchemaChange):
+            found.append((event["pos"], fields["query"], len(change_rows(change, fields["database"] or None))))
+    return found
+
+
+def test_schema_changes_are_every_ddl_event_of_binlog_codec_events(warehouse, codec):
+    stored = metadata_rows(warehouse, "schema_changes")
+    for name, lines in codec.items():
+        mine = [row for row in stored if row["_binlog_file"] == name]
+        expected = logged_ddl(lines)
+        assert [(row["_binlog_pos"], row["statement"]) for row in mine] == \
+            [(pos, statement) for pos, statement, tables in expected for _ in range(tables)], name
+        assert all(row["_binlog_seq"] == int(name.rsplit(".", 1)[1]) and row["_commit_ts"] is not None for row in mine)
+    assert {row["change"] for row in stored} >= {"created", "database_dropped"}
+
+
+def test_table_versions_name_the_create_table_before_their_rows(warehouse):
+    """Every change of these files creates or drops: a version is named by its table's last
+    CREATE TABLE before its first row, in its file (each file is a server of its own)."""
+    changes = metadata_rows(warehouse, "schema_changes")
+    named = 0
+    for version in metadata_rows(warehouse, "table_schemas"):
+        before = [row for row in changes if row["change"] == "created" and row["_binlog_file"] == version["first_file"]
+                  and (row["database"], row["table"]) == (version["database"], version["table"])
+                  and row["_binlog_pos"] < version["first_pos"]]
+        assert (version["ddl"], version["ddl_position"]) == (
+            (before[-1]["statement"], f"{version['first_file']}:{before[-1]['_binlog_pos']}") if before else (None, None))
+        named += bool(before)
+    assert named >= 5
 
 
 # -- runs --------------------------------------------------------------------------------
