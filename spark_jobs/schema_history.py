@@ -6,9 +6,10 @@ read (:class:`~binlog_codec.schema_change.NotUnderstood`) included. MySQL and Ma
 DDL statement as a transaction of its own (MySQL 8.4 manual, "Statements That Cause an
 Implicit Commit"; MariaDB's "SQL statements That Cause an Implicit Commit"): an optional GTID
 event, then the QUERY event, which ends the transaction. So the decoder does not look at the
-row path's events at all: :func:`split_schema_changes` reads, of the split's transactions the
-scan already found, only the event ending those that a statement ends, and parses only those
-whose text is not a ``COMMIT`` / ``ROLLBACK`` (:func:`statement_of`). A split holds whole
+row path's events at all: :func:`split_schema_changes` takes, of the split's transactions the
+scan already found, those a statement ends, reads the first word of each such statement from
+its bytes (one open file per split), and decodes and parses only those that neither end a
+transaction (``COMMIT``, ``ROLLBACK``: a non-transactional table's) nor change rows. A split holds whole
 transactions (:mod:`spark_jobs.splits`), so each DDL event is read by exactly one split.
 (MySQL 8.0.21+ logs an atomic ``CREATE TABLE ... SELECT`` inside the transaction of its rows,
 committed by an XID: that statement is not collected.)
@@ -31,13 +32,14 @@ change: ``ddl`` and ``ddl_position`` (``file:pos``); none when the log read hold
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Sequence
+from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 from binlog_codec import ddl
 from binlog_codec.arrow import binlog_seq
-from binlog_codec.create_table import tokens
+from binlog_codec.create_table import DefinitionError, Reader, qualified_name, tokens
+from binlog_codec.event_types import EventType
 from binlog_codec.events import decode as decode_event
 from binlog_codec.reader import BinlogReader
 from binlog_codec.schema_change import (
@@ -97,6 +99,10 @@ KINDS = (CREATED, CREATED_LIKE, ALTERED, RENAMED, DROPPED, TRUNCATED, DATABASE_D
 _SHAPING = frozenset(KINDS) - {TRUNCATED}
 _STATEMENT_TYPES = frozenset(int(event_type) for event_type in STATEMENTS)
 _ENDINGS = ("COMMIT", "ROLLBACK", "XA ")
+# First words of the statements that end a transaction or change rows: never parsed.
+_NOT_DDL = frozenset(b"COMMIT ROLLBACK XA BEGIN INSERT UPDATE DELETE REPLACE LOAD".split())
+_HEADER_LENGTH, _QUERY_POST_HEADER = 19, 13  # binlog v4 (MySQL 5.0+, every MariaDB)
+_HEAD_BYTES = 1024
 
 
 # -- reading the DDL events of a split ------------------------------------------------
@@ -105,6 +111,39 @@ _ENDINGS = ("COMMIT", "ROLLBACK", "XA ")
 def _ended_by_statement(transaction: Transaction) -> bool:
     """Whether a QUERY event ends ``transaction`` (the one event a DDL transaction is read for)."""
     return transaction.ending is not None and transaction.ending.type_code in _STATEMENT_TYPES
+
+
+def _first_word(stream: BinaryIO, transaction: Transaction) -> bytes | None:
+    """The first word of the QUERY event ending ``transaction``, upper case, read from its bytes
+    alone (MySQL Internals, "QUERY_EVENT": a 19-byte header, a 13-byte post-header holding the
+    database's length at 8 and the status variables' at 11, the status variables, the database
+    and a NUL, then the statement); None when they do not tell (another event type, a long head):
+    the event is then read whole."""
+    ending = transaction.ending
+    if ending.type_code != EventType.QUERY:
+        return None
+    stream.seek(transaction.end - ending.event_size)
+    event = stream.read(min(ending.event_size, _HEAD_BYTES))
+    body = event[_HEADER_LENGTH:]
+    if len(body) < _QUERY_POST_HEADER:
+        return None
+    start = _QUERY_POST_HEADER + int.from_bytes(body[11:13], "little") + body[8] + 1
+    words = body[start:].split(None, 1)
+    whole = len(event) == ending.event_size or (words and start + len(words[0]) < len(body))
+    return words[0].upper() if words and whole else None
+
+
+def _candidates(split: Split, transactions: Sequence[Transaction]) -> Iterator[Transaction]:
+    """The transactions of ``transactions`` a statement ends that may be a schema change: not one
+    that ends an explicit transaction or changes rows (:data:`_NOT_DDL`). Only the head of each
+    such event is read, with one open file for the split."""
+    ended = [transaction for transaction in transactions if _ended_by_statement(transaction)]
+    if not ended:
+        return
+    with open(split.path, "rb") as stream:
+        for transaction in ended:
+            if _first_word(stream, transaction) not in _NOT_DDL:
+                yield transaction
 
 
 def _ending_event(split: Split, transaction: Transaction):
@@ -132,7 +171,7 @@ def split_schema_changes(split: Split, transactions: Sequence[Transaction]) -> l
     split's, in log order)."""
     rows: list[dict[str, Any]] = []
     place = {"_binlog_file": split.file_name, "_binlog_seq": binlog_seq(split.path)}
-    for transaction in filter(_ended_by_statement, transactions):
+    for transaction in _candidates(split, transactions):
         event = _ending_event(split, transaction)
         if event is None or statement_of(event) is None:
             continue
@@ -202,11 +241,11 @@ def named_table(statement: str, database: str | None, sql_mode: int = 0) -> Tabl
     at = words.index(kind) + 1
     while at < len(items) and words[at] in _HEAD_WORDS:
         at += 1
-    if at >= len(items) or items[at].kind not in ("word", "ident"):
+    try:
+        qualifier, name = qualified_name(Reader(items[at:], statement.splitlines() or [""], "statement"), "a table")
+    except DefinitionError:
         return None
-    if at + 2 < len(items) and items[at + 1].text == "." and items[at + 2].kind in ("word", "ident"):
-        return TableName(items[at].text, items[at + 2].text)
-    return TableName(database, items[at].text)
+    return TableName(qualifier or database, name)
 
 
 # -- the text of operations --------------------------------------------------------------
