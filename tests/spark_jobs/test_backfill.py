@@ -13,7 +13,7 @@ import pytest
 
 from spark_jobs import publish
 from spark_jobs.backfill import files_of_days, interval_days, prepare_backfill
-from spark_jobs.ingest import ingest, publish_run, validate_run
+from spark_jobs.ingest import FACTS_FOLDER, ingest, publish_run, validate_run, work_folder
 
 pytestmark = pytest.mark.integration
 
@@ -39,6 +39,7 @@ UPDATE item SET id = 30 WHERE id = 3;
 DELETE FROM item WHERE id = 1;
 INSERT INTO item VALUES (4, 'four', 4, 'd');
 UPDATE tally SET label = 'y' LIMIT 1;
+ALTER TABLE tally COMMENT 'counts';
 SET timestamp = {at(DAYS[2], 8)};
 UPDATE item SET name = 'deux' WHERE id = 2;
 UPDATE item SET qty = 31 WHERE id = 30;
@@ -101,6 +102,9 @@ def test_a_lost_day_is_rebuilt_exactly_and_nothing_else_moves(spark, source, war
     for attempt in range(2):  # the same backfill twice: the partition replaced, never added to
         prepared = prepare_backfill(str(source), str(warehouse), start=interval[0], end=interval[1], spark=spark)
         assert prepared.skipped == [f"{DATABASE}.tally"] and prepared.rows == {f"{DATABASE}.item": 4}
+        facts = work_folder(warehouse, prepared.run_id) / FACTS_FOLDER / "metadata" / "schema_changes"
+        logged = pa.concat_tables(pq.read_table(p) for p in sorted(facts.glob("*.parquet"))).to_pylist()
+        assert [(c["table"], c["change"], c["detail"]) for c in logged] == [("tally", "altered", "COMMENT 'counts'")]
         if attempt == 0:  # validated like any run: on the rows it rebuilds
             outcome = validate_run(spark, str(warehouse), prepared.run_id)
             (checked,) = outcome["tables"]
