@@ -31,8 +31,8 @@ change. The staging folder then holds::
     schema_changes/part-<first file>-<start>-<last file>-<end>.parquet
         one row per schema change and table it changes, in log order
         (spark_jobs.schema_history.SCHEMA_CHANGES_SCHEMA): the QUERY events that
-        end a transaction of their own and that binlog_codec.ddl reads as a schema
-        change or cannot read (not_understood, with the reason)
+        open a transaction of their own (after its GTID) and that binlog_codec.ddl
+        reads as a schema change or cannot read (not_understood, with the reason)
 
 ``<file>`` is the binlog file's name and ``<start>-<end>`` the split's byte
 range, so decoding the same input again gives the same names (and the same

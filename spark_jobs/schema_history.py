@@ -2,17 +2,17 @@
 
 A schema change is a QUERY event whose statement :func:`binlog_codec.ddl.parse_event` reads
 as anything but :class:`~binlog_codec.schema_change.NotSchemaChange`, a statement it could not
-read (:class:`~binlog_codec.schema_change.NotUnderstood`) included. MySQL and MariaDB log a
-DDL statement as a transaction of its own (MySQL 8.4 manual, "Statements That Cause an
-Implicit Commit"; MariaDB's "SQL statements That Cause an Implicit Commit"): an optional GTID
-event, then the QUERY event, which ends the transaction. So the decoder does not look at the
-row path's events at all: :func:`split_schema_changes` takes, of the split's transactions the
-scan already found, those a statement ends, reads the first word of each such statement from
-its bytes (one open file per split), and decodes and parses only those that neither end a
-transaction (``COMMIT``, ``ROLLBACK``: a non-transactional table's) nor change rows. A split holds whole
-transactions (:mod:`spark_jobs.splits`), so each DDL event is read by exactly one split.
-(MySQL 8.0.21+ logs an atomic ``CREATE TABLE ... SELECT`` inside the transaction of its rows,
-committed by an XID: that statement is not collected.)
+read (:class:`~binlog_codec.schema_change.NotUnderstood`) included. MySQL and MariaDB log a DDL
+statement as the first event of a transaction of its own, after its GTID event (MySQL 8.4
+manual, "Statements That Cause an Implicit Commit"; MariaDB's "SQL statements That Cause an
+Implicit Commit"): alone, or followed by the rows it writes (``CREATE TABLE ... SELECT``, which
+MySQL 8.0.21+ and MariaDB log as the CREATE TABLE and then its rows). So the decoder does not
+look at the row path's events at all: :func:`split_schema_changes` peeks, for each of the
+split's transactions the scan already found, at the event after the GTID (small reads of one
+open file), and decodes and parses only a QUERY event that neither opens an explicit
+transaction (``BEGIN``) nor changes rows (``INSERT``...: statement-based logging). A split
+holds whole transactions (:mod:`spark_jobs.splits`), so each DDL event is read by exactly one
+split.
 
 One row per (DDL event, table it changes) (:data:`SCHEMA_CHANGES_SCHEMA`): a ``RENAME TABLE
 a TO b, c TO d`` gives a row per pair (the table renamed, ``detail`` its new name), ``DROP
@@ -21,8 +21,8 @@ understood one row with the table when its head names one, ``detail`` the reason
 is the kind (:data:`KINDS`), ``detail`` the operations as SQL text (:func:`operation_text`).
 The position columns are the row changes' (:mod:`binlog_codec.arrow`): ``_binlog_file``,
 ``_binlog_seq`` (the file's number), ``_binlog_pos`` (where the QUERY event starts); then
-the transaction's GTID, the event's server id and timestamp (``_commit_ts``: the statement
-commits itself), the event's database, statement and ``sql_mode``.
+the transaction's GTID, the event's server id and timestamp (``_commit_ts``), the event's
+database, statement and ``sql_mode``.
 
 :func:`name_versions` gives each ``metadata/table_schemas`` row (a table version) the
 statement of the last schema change of its table logged before the version's first row
@@ -32,14 +32,15 @@ change: ``ddl`` and ``ddl_position`` (``file:pos``); none when the log read hold
 from __future__ import annotations
 
 import logging
-from typing import Any, BinaryIO, Iterable, Iterator, Sequence
+import os
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
 from binlog_codec import ddl
 from binlog_codec.arrow import binlog_seq
 from binlog_codec.create_table import DefinitionError, Reader, qualified_name, tokens
-from binlog_codec.event_types import EventType
+from binlog_codec.event_types import GTID_TYPES, EventType
 from binlog_codec.events import decode as decode_event
 from binlog_codec.reader import BinlogReader
 from binlog_codec.schema_change import (
@@ -102,56 +103,69 @@ _ENDINGS = ("COMMIT", "ROLLBACK", "XA ")
 # First words of the statements that end a transaction or change rows: never parsed.
 _NOT_DDL = frozenset(b"COMMIT ROLLBACK XA BEGIN INSERT UPDATE DELETE REPLACE LOAD".split())
 _HEADER_LENGTH, _QUERY_POST_HEADER = 19, 13  # binlog v4 (MySQL 5.0+, every MariaDB)
-_HEAD_BYTES = 1024
+_PEEK_BYTES = 256  # a GTID event and the head of the statement after it
 
 
 # -- reading the DDL events of a split ------------------------------------------------
 
 
-def _ended_by_statement(transaction: Transaction) -> bool:
-    """Whether a QUERY event ends ``transaction`` (the one event a DDL transaction is read for)."""
-    return transaction.ending is not None and transaction.ending.type_code in _STATEMENT_TYPES
+def _peek(fd: int, position: int, size: int) -> bytes:
+    return os.pread(fd, size, position)
 
 
-def _first_word(stream: BinaryIO, transaction: Transaction) -> bytes | None:
-    """The first word of the QUERY event ending ``transaction``, upper case, read from its bytes
-    alone (MySQL Internals, "QUERY_EVENT": a 19-byte header, a 13-byte post-header holding the
-    database's length at 8 and the status variables' at 11, the status variables, the database
-    and a NUL, then the statement); None when they do not tell (another event type, a long head):
-    the event is then read whole."""
-    ending = transaction.ending
-    if ending.type_code != EventType.QUERY:
+def _opening_statement(fd: int, transaction: Transaction) -> tuple[int, int, bytes] | None:
+    """The statement event that opens ``transaction``, after its GTID event: where it starts, its
+    size and the bytes of its head read so far (None when another kind of event opens it), from
+    the event headers' bytes (MySQL Internals, "Binlog Event Header": the type at offset 4, the
+    size at 9)."""
+    head = _peek(fd, transaction.start, _PEEK_BYTES)
+    at = int.from_bytes(head[9:13], "little") if len(head) > 13 and head[4] in GTID_TYPES else 0
+    if at + _HEADER_LENGTH > len(head):
+        head = _peek(fd, transaction.start, at + _HEADER_LENGTH)
+    if len(head) < at + _HEADER_LENGTH or head[at + 4] not in _STATEMENT_TYPES or transaction.start + at >= transaction.end:
         return None
-    stream.seek(transaction.end - ending.event_size)
-    event = stream.read(min(ending.event_size, _HEAD_BYTES))
-    body = event[_HEADER_LENGTH:]
+    return transaction.start + at, int.from_bytes(head[at + 9:at + 13], "little"), head[at:]
+
+
+def _first_word(fd: int, position: int, size: int, event: bytes) -> bytes | None:
+    """The first word of the QUERY event at ``position`` (``event``: its first bytes, read
+    again when too few), upper case, read from its bytes alone (MySQL Internals, "QUERY_EVENT":
+    a 19-byte header, a 13-byte post-header holding the database's length at 8 and the status
+    variables' at 11, the status variables, the database and a NUL, then the statement); None
+    when they do not tell (another statement event, a long head): the event is then read whole."""
+    if event[4] != EventType.QUERY:
+        return None
+    if len(event) < min(size, _PEEK_BYTES):
+        event = _peek(fd, position, min(size, _PEEK_BYTES))
+    body = event[_HEADER_LENGTH:size]
     if len(body) < _QUERY_POST_HEADER:
         return None
     start = _QUERY_POST_HEADER + int.from_bytes(body[11:13], "little") + body[8] + 1
     words = body[start:].split(None, 1)
-    whole = len(event) == ending.event_size or (words and start + len(words[0]) < len(body))
+    whole = len(event) >= size or (words and start + len(words[0]) < len(body))
     return words[0].upper() if words and whole else None
 
 
-def _candidates(split: Split, transactions: Sequence[Transaction]) -> Iterator[Transaction]:
-    """The transactions of ``transactions`` a statement ends that may be a schema change: not one
-    that ends an explicit transaction or changes rows (:data:`_NOT_DDL`). Only the head of each
-    such event is read, with one open file for the split."""
-    ended = [transaction for transaction in transactions if _ended_by_statement(transaction)]
-    if not ended:
-        return
-    with open(split.path, "rb") as stream:
-        for transaction in ended:
-            if _first_word(stream, transaction) not in _NOT_DDL:
-                yield transaction
+def _candidates(split: Split, transactions: Sequence[Transaction]) -> Iterator[tuple[Transaction, int]]:
+    """The transactions of ``transactions`` that a statement opens (after the GTID event) that
+    may be a schema change, with where it starts: not a ``BEGIN`` nor one that changes rows
+    (:data:`_NOT_DDL`). Only the heads of the events are read (mostly one read of
+    :data:`_PEEK_BYTES` per transaction), with one open file for the split."""
+    fd = os.open(split.path, os.O_RDONLY)
+    try:
+        for transaction in transactions:
+            found = _opening_statement(fd, transaction)
+            if found is not None and _first_word(fd, *found) not in _NOT_DDL:
+                yield transaction, found[0]
+    finally:
+        os.close(fd)
 
 
-def _ending_event(split: Split, transaction: Transaction):
-    """The decoded event that ends ``transaction``, read alone (from the split's format
-    description when a later one frames it: :attr:`Split.read_from`)."""
-    position = transaction.end - transaction.ending.event_size
+def _event_at(split: Split, position: int):
+    """The decoded event at ``position``, read alone (from the split's format description when a
+    later one frames it: :attr:`Split.read_from`)."""
     start = position if split.read_from == split.start else split.read_from
-    for raw in BinlogReader(split.path, start_position=start, stop_position=transaction.end, unwrap_payloads=False):
+    for raw in BinlogReader(split.path, start_position=start, stop_position=position + 1, unwrap_payloads=False):
         if raw.pos == position:
             return decode_event(raw)
     return None
@@ -171,8 +185,8 @@ def split_schema_changes(split: Split, transactions: Sequence[Transaction]) -> l
     split's, in log order)."""
     rows: list[dict[str, Any]] = []
     place = {"_binlog_file": split.file_name, "_binlog_seq": binlog_seq(split.path)}
-    for transaction in _candidates(split, transactions):
-        event = _ending_event(split, transaction)
+    for transaction, position in _candidates(split, transactions):
+        event = _event_at(split, position)
         if event is None or statement_of(event) is None:
             continue
         change = ddl.parse_event(event)
