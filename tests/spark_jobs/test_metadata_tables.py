@@ -5,7 +5,7 @@ server's log, so each is copied into a source folder of its own (as
 ``mysql-bin.000001``, ``mysql-bin.000002``, ..., names that stay apart in the
 warehouse) and ingested as a stream of its own. Then:
 
-* every metadata table (``table_schemas``, ``transactions``, ``runs``) and
+* every metadata table (``table_schemas``, ``transactions``, ``schema_changes``, ``runs``) and
   every table's ``changes`` and ``current`` give the same column names, row
   count and values in ``pyarrow.dataset``, DuckDB's ``read_parquet(...,
   hive_partitioning = true)`` and ``spark.read.parquet``, compared in a
@@ -20,6 +20,10 @@ warehouse) and ingested as a stream of its own. Then:
 * ``metadata/transactions`` holds exactly the complete transactions of
   ``binlog-codec transactions --json``, with the rows per table that
   ``binlog-codec rows`` counts inside them, summing to the ``changes`` rows;
+* ``metadata/schema_changes`` holds a row per table each DDL event of the files
+  changes (every QUERY event of a complete transaction that ``binlog_codec.ddl`` reads
+  as a schema change), and each table version names its table's last CREATE TABLE
+  before its first row;
 * ``metadata/runs`` holds one row per run: the inputs, the bytes and rows,
   the checkpoint, which stops where an unfinished transaction starts.
 
