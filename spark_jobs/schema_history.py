@@ -352,20 +352,21 @@ def _order(seq: int | None, file: str | None, pos: int | None) -> tuple:
 
 def _names_after(row: dict[str, Any]) -> list[tuple[str | None, str]]:
     """The tables a schema change row is about: its table, and the new name of one it renames
-    (read again from the statement: the row keeps the new name only as text)."""
+    (``TO name`` of a rename, ``RENAME TO name`` of an ALTER, as :func:`table_text` wrote it)."""
     names = [(row["database"], row["table"])] if row["table"] is not None else []
-    if row["change"] == RENAMED or (row["change"] == ALTERED and "RENAME TO " in (row["detail"] or "")):
-        change = ddl.parse(row["statement"], row["database"], sql_mode=row["sql_mode"] or 0)
-        names += _new_names(change, TableName(row["database"], row["table"]))
+    if row["change"] in (RENAMED, ALTERED) and row["detail"]:
+        names += _renamed_to(row["detail"])
     return names
 
 
-def _new_names(change: Change, old: TableName) -> list[tuple[str | None, str]]:
-    if isinstance(change, TablesRenamed):
-        return [(new.database, new.name) for source, new in change.renames if source == old]
-    if isinstance(change, TableAltered):
-        return [(op.new.database or old.database, op.new.name) for op in change.operations if isinstance(op, RenameTable)]
-    return []
+def _renamed_to(detail: str) -> list[tuple[str | None, str]]:
+    items = tokens(detail)
+    found = []
+    for at, item in enumerate(items):
+        if item.is_word("TO") and (at == 0 or items[at - 1].is_word("RENAME")):
+            reader = Reader(items[at + 1:], [detail], "detail")
+            found.append(qualified_name(reader, "a table"))
+    return found
 
 
 def _shaping_changes(changes: Iterable[dict[str, Any]]) -> dict[tuple[str | None, str], list[tuple[tuple, dict]]]:

@@ -82,3 +82,10 @@ def test_versions_name_the_last_change_that_shaped_their_table_before_their_firs
         (None, None),  # created before the log
         ("kept statement", "kept"),  # named by an earlier run
     ]
+
+
+def test_a_table_renamed_from_another_database_is_named_by_the_rename():
+    history = change("RENAME TABLE x.a TO b", 600) + change("ALTER TABLE x.c RENAME TO `d``e`", 700)
+    named = name_versions([version("b", 650), version("d`e", 750)], history)
+    assert [(v["ddl"], v["ddl_position"]) for v in named] == [
+        ("RENAME TABLE x.a TO b", "b.000001:600"), ("ALTER TABLE x.c RENAME TO `d``e`", "b.000001:700")]
