@@ -103,7 +103,7 @@ _TEMPORAL = {
     MYSQL_TYPE_TIMESTAMP: "TIMESTAMP",
 }
 # Bytes decimal2bin uses for a group of 0..9 decimal digits (dig2bytes in decimal.cc).
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
+DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 _DIGITS_PER_WORD = 9
 
 
@@ -547,7 +547,7 @@ def _decimal(data: bytes, offset: int) -> Decimal:
         _fail(offset, f"DECIMAL precision 1-65 and scale 0-30 within it, got ({precision}, {scale})")
     integer_groups = _digit_groups(precision - scale)
     groups = integer_groups + _digit_groups(scale)[::-1]
-    widths = [_DIG2BYTES[digits] for digits in groups]
+    widths = [DIG2BYTES[digits] for digits in groups]
     if sum(widths) != len(data) - 2:
         _fail(offset, f"{sum(widths) + 2} bytes of DECIMAL({precision},{scale}), got {len(data)}")
     raw = bytearray(data[2:])

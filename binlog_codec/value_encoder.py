@@ -64,7 +64,7 @@ from typing import Any, Callable
 from . import charsets, json_binary, table_map
 from .rows import DecodingPlan
 from .table_map import Column, ColumnType, TableMap
-from .values import _DIG2BYTES, DATETIMEF_INT_OFS, TIMEF_INT_OFS, TIMEF_OFS, _frac_bytes
+from .values import DATETIMEF_INT_OFS, DIG2BYTES, TIMEF_INT_OFS, TIMEF_OFS, frac_bytes
 
 ValueEncoder = Callable[[Any], bytes]
 
@@ -122,7 +122,7 @@ def _digit_groups(digits: str, short_first: bool) -> bytes:
     the integral part and ends the fraction."""
     start = len(digits) % 9 if short_first else 0
     groups = [digits[:start]] + [digits[i : i + 9] for i in range(start, len(digits), 9)]
-    return b"".join(int(group).to_bytes(_DIG2BYTES[len(group)], "big") for group in groups if group)
+    return b"".join(int(group).to_bytes(DIG2BYTES[len(group)], "big") for group in groups if group)
 
 
 def _scaled(number: Decimal, scale: int) -> int:
@@ -219,7 +219,7 @@ def _date() -> ValueEncoder:
 
 def _frac_binary(micro: int, fsp: int) -> bytes:
     """The fraction of a temporal value: ``(fsp + 1) / 2`` bytes big-endian, in units of 10**(6 - 2 * bytes) µs."""
-    size = _frac_bytes(fsp)
+    size = frac_bytes(fsp)
     return (micro // 10 ** (6 - 2 * size)).to_bytes(size, "big")
 
 
@@ -297,7 +297,7 @@ def time2_binary(packed: int, fsp: int) -> bytes:
     if fsp >= 5:
         return (packed + TIMEF_OFS).to_bytes(6, "big")
     head = ((packed >> 24) + TIMEF_INT_OFS).to_bytes(3, "big")
-    size = _frac_bytes(fsp)
+    size = frac_bytes(fsp)
     sign = -1 if packed < 0 else 1
     frac = sign * (abs(packed) % (1 << 24) // 10 ** (6 - 2 * size))
     return head + (frac % (1 << 8 * size)).to_bytes(size, "big")

@@ -32,12 +32,12 @@ from functools import lru_cache
 from typing import Any, Callable, NamedTuple
 
 from . import charsets, json_binary, table_map
+from .json_binary import DIG2BYTES
 from .table_map import Column, ColumnType
 from .wire import ShortBody
 
 ValueDecoder = Callable[[bytes, int], tuple[Any, int]]
 
-_DIG2BYTES = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
 TIMEF_INT_OFS = 0x800000
 TIMEF_OFS = 0x800000000000
 DATETIMEF_INT_OFS = 0x8000000000
@@ -139,16 +139,16 @@ def _double(column: Column) -> FixedWidth:
 
 def decimal_size(precision: int, scale: int) -> int:
     integral = precision - scale
-    return (integral // 9) * 4 + _DIG2BYTES[integral % 9] + (scale // 9) * 4 + _DIG2BYTES[scale % 9]
+    return (integral // 9) * 4 + DIG2BYTES[integral % 9] + (scale // 9) * 4 + DIG2BYTES[scale % 9]
 
 
 def _decimal_groups(precision: int, scale: int) -> list[tuple[int, int]]:
     """(bytes, digits) of each group, most significant first: a short leading group of the
     integral part, whole 9-digit groups of 4 bytes, a short trailing group of the fraction."""
     integral = precision - scale
-    groups = [(_DIG2BYTES[integral % 9], integral % 9)] if integral % 9 else []
+    groups = [(DIG2BYTES[integral % 9], integral % 9)] if integral % 9 else []
     groups += [(4, 9)] * (integral // 9 + scale // 9)
-    return groups + ([(_DIG2BYTES[scale % 9], scale % 9)] if scale % 9 else [])
+    return groups + ([(DIG2BYTES[scale % 9], scale % 9)] if scale % 9 else [])
 
 
 @lru_cache(maxsize=None)
@@ -218,13 +218,14 @@ def _fraction(micro: int, fsp: int) -> str:
     return f".{micro:06d}"[: fsp + 1] if fsp else ""
 
 
-def _frac_bytes(fsp: int) -> int:
+def frac_bytes(fsp: int) -> int:
+    """Bytes of the fractional seconds of a TIME2/DATETIME2/TIMESTAMP2 with ``fsp`` digits (WL#946)."""
     return (fsp + 1) // 2
 
 
 def _frac_scale(fsp: int) -> int:
     """What the big-endian integer of a value's fraction bytes is multiplied by to give microseconds."""
-    return 10 ** (6 - 2 * _frac_bytes(fsp))
+    return 10 ** (6 - 2 * frac_bytes(fsp))
 
 
 def _datetime2(column: Column) -> FixedWidth:
@@ -244,7 +245,7 @@ def _datetime2(column: Column) -> FixedWidth:
             return text
         return text + _fraction(int.from_bytes(raw[5:], "big") * scale, fsp)
 
-    return FixedWidth(f"{5 + _frac_bytes(fsp)}s", convert, ("datetime2", fsp))
+    return FixedWidth(f"{5 + frac_bytes(fsp)}s", convert, ("datetime2", fsp))
 
 
 def _timestamp2(column: Column) -> FixedWidth:
@@ -255,7 +256,7 @@ def _timestamp2(column: Column) -> FixedWidth:
     def convert(raw: bytes) -> str:
         return timestamp_text(int.from_bytes(raw[:4], "big"), int.from_bytes(raw[4:], "big") * scale, fsp)
 
-    return FixedWidth(f"{4 + _frac_bytes(fsp)}s", convert, ("timestamp2", fsp))
+    return FixedWidth(f"{4 + frac_bytes(fsp)}s", convert, ("timestamp2", fsp))
 
 
 def timestamp_text(seconds: int, micro: int, fsp: int) -> str:
@@ -270,7 +271,7 @@ def _time2(column: Column) -> FixedWidth:
     def convert(raw: bytes) -> str:
         return time_text(time2_packed(raw, fsp), fsp)
 
-    return FixedWidth(f"{3 + _frac_bytes(fsp)}s", convert)
+    return FixedWidth(f"{3 + frac_bytes(fsp)}s", convert)
 
 
 def time2_packed(raw: bytes, fsp: int) -> int:
