@@ -174,6 +174,7 @@ from binlog_codec.arrow import BEFORE_PREFIX
 
 from .gc_pause import paused_gc
 from . import image_files, parquet_encoding, tasks
+from .version_lineage import FromColumn, TableLineage, Unknown, Value
 from .layout import table_folder
 
 log = logging.getLogger(__name__)
@@ -993,6 +994,134 @@ def fold_table(table: pa.Table, plan: FoldPlan) -> pa.Table:
         return fold.output()
 
 
+# -- rows of older versions in the latest one --------------------------------------
+
+
+SCHEMA_ID = "_schema_id"
+
+
+def latest_schema(merged: MergedSchema, lineage: TableLineage | None) -> pa.Schema:
+    """The schema of ``current``: the latest version's columns when its lineage is known (the
+    server's columns), else every version's (``merged``)."""
+    if lineage is None or not set(lineage.columns) <= set(merged.names):
+        return merged.schema
+    types = dict(zip(merged.names, (each.type for each in merged.image)))
+    return pa.schema([pa.field(name, types[name]) for name in lineage.columns] + list(merged.changes))
+
+
+def _cast_or_none(values: pa.ChunkedArray, kind: pa.DataType) -> pa.Array | None:
+    try:
+        return _cast(values, kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+
+
+def in_latest_version(rows: pa.Table, lineage: TableLineage | None) -> pa.Table:
+    """The latest rows of a table (image columns, then change columns) as the server reads them after
+    the DDL logged since each row's version: per :class:`~spark_jobs.version_lineage.TableLineage`,
+    a column a later ALTER added takes its DEFAULT (named in ``_incomplete_columns`` where that is
+    not knowable), a renamed column its old values, a dropped column goes; such a row's
+    ``_schema_id`` becomes the latest version's, whose columns it now holds. Without a lineage
+    (one version, or a column of the latest one missing) the rows are returned as they are."""
+    if lineage is None or not set(lineage.columns) <= set(rows.column_names) or SCHEMA_ID not in rows.column_names:
+        return rows
+    image, changes = split_schema(rows.schema)
+    types = {each.name: each.type for each in image}
+    ids = rows.column(SCHEMA_ID)
+    if pa.types.is_dictionary(ids.type):
+        ids = pc.cast(ids, ids.type.value_type)
+    masks = {}
+    for version in lineage.sources:
+        mask = pc.fill_null(pc.equal(ids, pa.scalar(version, ids.type)), False).combine_chunks() if len(ids) else None
+        if mask is not None and pc.any(mask).as_py():
+            masks[version] = mask
+    columns = {name: rows.column(name).combine_chunks() for name in lineage.columns}
+    unknown: dict[str, list[str]] = {}  # per version, the latest columns it cannot know
+    renames: dict[str, dict[str, str]] = {}  # per version, old name -> latest name
+    for version, mask in masks.items():
+        unknown[version], renames[version] = [], {}
+        for name, source in zip(lineage.columns, lineage.sources[version]):
+            kind = types[name]
+            if isinstance(source, FromColumn) and source.name in rows.column_names:
+                values = _cast_or_none(rows.column(source.name), kind)
+                if values is None:
+                    source = Unknown(f"{source.name} in another type")
+                else:
+                    renames[version][source.name] = name
+                    columns[name] = pc.if_else(mask, values, columns[name])
+                    continue
+            if isinstance(source, Value):
+                try:
+                    value = pa.scalar(source.value, kind)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+                    value, source = pa.scalar(None, kind), Unknown("DEFAULT not held by the type")
+                columns[name] = pc.if_else(mask, value, columns[name])
+                if not isinstance(source, Unknown):
+                    continue
+            columns[name] = pc.if_else(mask, pa.scalar(None, kind), columns[name])
+            unknown[version].append(name)
+    arrays = [columns[name] for name in lineage.columns]
+    fields = [pa.field(name, types[name]) for name in lineage.columns]
+    position = {name: at for at, name in enumerate(lineage.columns)}
+    row_version: dict[int, str] = {}
+    for version, mask in masks.items():
+        for r in np.flatnonzero(mask.to_numpy(zero_copy_only=False)).tolist():
+            row_version[r] = version
+    converted = np.array(sorted(row_version), dtype=np.int64)
+    old_lists = named(rows.column(INCOMPLETE)).take(pa.array(converted)).to_pylist()
+    incomplete: dict[int, list[str]] = {}
+    for r, names in zip(converted.tolist(), old_lists):
+        version = row_version[r]
+        moved = renames[version]
+        carried = {moved[name] for name in names or () if name in moved}
+        incomplete[r] = sorted(carried | set(unknown[version]), key=position.__getitem__)
+    lists = rows.column(INCOMPLETE)
+    has_incomplete = np.concatenate([np.diff(c.offsets.to_numpy()) > 0 for c in lists.chunks] or [np.zeros(0, bool)])
+    for r in np.flatnonzero(has_incomplete).tolist():
+        if r not in row_version:
+            incomplete[r] = named(rows.column(INCOMPLETE).slice(r, 1)).to_pylist()[0]
+    texts = rows.column(UNREPRESENTABLE)
+    unrepresentable: dict[int, list] = {}
+    chunks = texts.chunks if isinstance(texts, pa.ChunkedArray) else [texts]
+    has_text = np.concatenate([np.diff(chunk.offsets.to_numpy()) > 0 for chunk in chunks] or [np.zeros(0, bool)])
+    for r in np.flatnonzero(has_text).tolist():
+        entries = texts[r].as_py() or []
+        if not entries:
+            continue
+        version = row_version.get(r)
+        if version is not None:
+            moved = renames[version]
+            entries = [(moved[k], v) for k, v in entries if k in moved] + [
+                (BEFORE_PREFIX + moved[k[len(BEFORE_PREFIX):]], v) for k, v in entries
+                if k.startswith(BEFORE_PREFIX) and k[len(BEFORE_PREFIX):] in moved]
+        unrepresentable[r] = entries
+    present = named(rows.column(PRESENT))
+    flat = pc.list_flatten(present)
+    foreign = pc.invert(pc.is_in(flat, value_set=pa.array(list(lineage.columns), pa.string())))
+    parents = pc.list_parent_indices(present)
+    redo = set(np.unique(parents.filter(foreign).to_numpy(zero_copy_only=False)).tolist()) | set(row_version)
+    if redo:  # the columns the row's last image carried, by their latest names
+        chosen = np.array(sorted(redo), dtype=np.int64)
+        given = []
+        for r, names in zip(chosen.tolist(), present.take(pa.array(chosen)).to_pylist()):
+            moved = renames.get(row_version.get(r), {name: name for name in lineage.columns})
+            given.append(None if names is None else
+                         sorted({moved[name] for name in names if name in moved}, key=position.__getitem__))
+        index = np.arange(rows.num_rows)
+        index[chosen] = rows.num_rows + np.arange(len(chosen))
+        present = _joined(present.chunks + [pa.array(given, present.type)], present.type).take(pa.array(index))
+    latest_ids = pc.if_else(pc.is_in(ids, value_set=pa.array(list(masks), ids.type)), pa.scalar(lineage.latest, ids.type), ids)
+    computed = {
+        INCOMPLETE: _sparse_lists(rows.num_rows, incomplete, rows.schema.field(INCOMPLETE).type),
+        UNREPRESENTABLE: _sparse_lists(rows.num_rows, unrepresentable, rows.schema.field(UNREPRESENTABLE).type),
+        SCHEMA_ID: pc.cast(latest_ids, rows.schema.field(SCHEMA_ID).type),
+        PRESENT: present,
+    }
+    changes = [pa.field(PRESENT, present.type) if each.name == PRESENT else each for each in changes]
+    arrays += [computed.get(each.name, rows.column(each.name)) for each in changes]
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields + changes))
+
+
 # -- in memory ------------------------------------------------------------------
 
 
@@ -1094,13 +1223,15 @@ def materialize_tables(
     staged: Sequence[pa.Table | pa.RecordBatch],
     key_columns: Sequence[str] | None,
     current: pa.Table | None = None,
+    lineage: TableLineage | None = None,
 ) -> FoldResult:
     """The fold of :func:`materialize` on Arrow tables in memory, without Spark.
 
     ``staged``: batches of ImageBatchBuilder's schema (any table versions);
     ``current``: the previous ``current`` table, or None. Returns the changes
     (log order, with ``commit_date``) and the new current table (in the log order
-    of each row's last change).
+    of each row's last change); ``lineage``: the table's versions' way to the latest one
+    (:func:`in_latest_version`).
     """
     rows, plan, merged = fold_input(staged, key_columns, current)
     folded = fold_table(rows, plan)
@@ -1108,7 +1239,7 @@ def materialize_tables(
     prior = folded.column(PRIOR)
     changes = folded.filter(pc.invert(prior)).drop_columns([FINAL, PRIOR])
     latest = _sorted(folded.filter(folded.column(FINAL)).drop_columns([COMMIT_DATE, FINAL, PRIOR]))
-    return FoldResult(changes, latest, merged)
+    return FoldResult(changes, in_latest_version(latest, lineage), merged)
 
 
 # -- files ----------------------------------------------------------------------
@@ -1222,6 +1353,7 @@ class _Table:
     buckets: int
     scratch: str
     run_name: str
+    lineage: TableLineage | None = None
 
 
 def _batches(source: _Input, columns: Iterable[str] | None = None, before: Sequence[str] = ()) -> Iterator[pa.Table]:
@@ -1439,7 +1571,11 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
         folder = f"commit_date={NULL_PARTITION if day is None else day.isoformat()}"
         write_parquet(output, f"{table.scratch}/changes/{folder}/{name}", keep=chosen)
     final = _flags(folded, FINAL)
-    if final.any():
+    if final.any() and table.lineage is not None:
+        latest = _where(output, final)
+        latest = latest if _in_order(_order_keys(latest)) else _sorted(latest)
+        write_parquet(in_latest_version(latest, table.lineage), f"{table.scratch}/current/{name}")
+    elif final.any():
         if _in_order([key[final] for key in _order_keys(output)]):
             write_parquet(output, f"{table.scratch}/current/{name}", keep=final)
         else:
@@ -1542,6 +1678,7 @@ def materialize(
     partitions: int | None = None,
     rows_per_file: int = ROWS_PER_FILE,
     slot_rows: int | None = None,
+    lineage: TableLineage | None = None,
 ) -> MaterializeResult:
     """Fold the staged row changes of ``database.table`` onto its ``current`` folder (see the module docstring).
 
@@ -1554,6 +1691,9 @@ def materialize(
     (fold tasks); default: about ``rows_per_file`` rows each, and for a large
     table one per ``slot_rows`` rows, the share of one Spark slot in a run that
     folds several tables side by side (None: this table alone, a bucket per slot).
+    ``lineage``: how the rows of each older table version read in the latest one
+    (:func:`spark_jobs.version_lineage.table_lineage`); ``current`` then holds the latest
+    version's columns (:func:`in_latest_version`). None: every version's columns, rows as they are.
     """
     if not _RUN_NAME.fullmatch(run_name):
         raise ValueError(f"run name {run_name!r}: letters, digits and ._=- only")
@@ -1570,7 +1710,8 @@ def materialize(
     rows = _rows([source.path for source in inputs])
     scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
     _remove(scratch)  # what an earlier attempt of this run left
-    work = _Table(merged, plan, partitions or _bucket_count(spark, rows, rows_per_file, slot_rows), scratch, run_name)
+    work = _Table(merged, plan, partitions or _bucket_count(spark, rows, rows_per_file, slot_rows), scratch, run_name,
+                  lineage)
     log.info(
         "%s.%s: %d staged files in %d table versions, %d current files, %d rows in %d buckets; %d columns, key %s%s",
         database, table, len(staged_files), len(staged), len(inputs) - len(staged_files), rows, work.buckets,
@@ -1582,7 +1723,7 @@ def materialize(
         log.info("%s.%s: %d key changes; rows per bucket %s", database, table, key_changes, per_bucket)
     counts = tasks.run(spark, lambda bucket: _fold_bucket(bucket, inputs, work), range(work.buckets))
     if not sum(latest for _, latest in counts):  # every row deleted: the table keeps its schema
-        write_parquet(merged.schema.empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
+        write_parquet(latest_schema(merged, lineage).empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
     changes_files = _publish_files(f"{scratch}/changes", table_folder(target, "changes", database, table), run_name, replace=False)
     current_files = _publish_files(f"{scratch}/current", table_folder(target, "current", database, table), run_name, replace=True)
     _remove(scratch)
