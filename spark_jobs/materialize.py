@@ -84,6 +84,26 @@ last seen before it (the ALTER gave them a DEFAULT the log does not hold). This
 step records nothing about schemas (``metadata/table_schemas`` is written
 elsewhere); :class:`MergedSchema` is the merged schema it used.
 
+Following the DDL (``lineage``, :func:`in_latest_version`). Given the table's
+:class:`~spark_jobs.version_lineage.TableLineage` (its versions and the ALTER
+TABLE statements logged between them, from ``metadata/table_schemas`` and
+``metadata/schema_changes``), ``current`` holds the latest version's columns
+only, in its order -- what ``SELECT *`` on the server returns -- and each of its
+rows of an older ``_schema_id`` is carried to the latest version as the server
+carried it: a column added with a literal DEFAULT holds it (converted to the
+column's Arrow type; a nullable column without DEFAULT: NULL), a renamed column
+(RENAME COLUMN, CHANGE) the old column's values, a widened one its values
+widened, a dropped column is gone; a DEFAULT the server computed
+(CURRENT_TIMESTAMP, an expression, AUTO_INCREMENT, a NOT NULL column without
+DEFAULT, a literal whose conversion is not exactly known) is null and named in
+``_incomplete_columns``. Such a row takes the latest ``_schema_id`` (the
+version whose columns it now holds), and its ``_incomplete_columns``,
+``_unrepresentable`` and ``_present_columns`` name its columns by their new
+names. A version whose way to the latest is not known keeps its values by name,
+the latest columns it lacks incomplete. ``changes`` rows are never rewritten:
+each has the columns of the version it was logged under. Without a lineage (a
+table of one version) ``current`` has every version's columns, as above.
+
 How (Spark, :func:`materialize`). Spark runs three waves of Python tasks over
 the table's files (staged files and the ``current`` files, grouped by Parquet
 schema from their footers); the rows never pass through the JVM:
