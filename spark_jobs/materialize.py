@@ -100,7 +100,10 @@ DEFAULT, a literal whose conversion is not exactly known) is null and named in
 version whose columns it now holds), and its ``_incomplete_columns``,
 ``_unrepresentable`` and ``_present_columns`` name its columns by their new
 names. A version whose way to the latest is not known keeps its values by name,
-the latest columns it lacks incomplete. ``changes`` rows are never rewritten:
+the latest columns it lacks incomplete. The fold follows the same lineage when a
+change's previous state is of an older ``_schema_id`` (a MINIMAL or NOBLOB
+update or delete of a key last seen before an ALTER): the state is carried to the
+change's version first (``FoldPlan.lineage``). ``changes`` rows are never rewritten:
 each has the columns of the version it was logged under. Without a lineage (a
 table of one version) ``current`` has every version's columns, as above.
 
@@ -205,6 +208,7 @@ OP, BEFORE, PRESENT, PARTIAL = "_op", "_before", "_present_columns", "_partial_c
 DIFFS = "_partial_diffs"
 UNREPRESENTABLE, INCOMPLETE, COMMIT_TS = "_unrepresentable", "_incomplete_columns", "_commit_ts"
 INNER_OFFSET = "_binlog_inner_offset"
+SCHEMA_ID = "_schema_id"
 ORDER = ("_binlog_seq", "_binlog_file", "_binlog_pos", INNER_OFFSET, "_row_index")
 COMMIT_DATE = "commit_date"
 INSERTS, UPDATE, DELETE = ("c", "r"), "u", "d"
@@ -402,6 +406,7 @@ class FoldPlan:
     key: tuple[str, ...]
     unique: bool
     versions: tuple[tuple[str, ...], ...]
+    lineage: TableLineage | None = None  # how a state of one ``_schema_id`` reads in a later one
 
 
 def indexed_names(values: pa.ChunkedArray | pa.Array, names: Sequence[str]) -> pa.Array:
@@ -593,6 +598,13 @@ class _Fold:
         self.settled = np.zeros(self.n, dtype=bool)  # rows the row loop skips: their output is set at once
         self.settled_final = np.zeros(self.n, dtype=bool)  # those of them that are their key's latest row
         self.out_stale: dict[int, set[int]] = {}
+        self.schema_ids: list[str | None] | None = None  # per row, its _schema_id (only with a lineage)
+        if plan.lineage is not None and plan.lineage.between and SCHEMA_ID in table.column_names:
+            ids = table.column(SCHEMA_ID)
+            ids = pc.cast(ids, pa.string()) if pa.types.is_dictionary(ids.type) else ids
+            encoded = pc.dictionary_encode(ids.combine_chunks())
+            names = encoded.dictionary.to_pylist() + [None]
+            self.schema_ids = [names[code] for code in encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)]
 
     # -- inputs ---------------------------------------------------------------
 
@@ -649,14 +661,47 @@ class _Fold:
             self.out_stale[r] = stale
         return r
 
-    def _previous(self, entry: _Entry | None, version: int) -> tuple[list[int], set[int]]:
-        """A state's pointers and stale columns in ``version`` (columns it lacks: null); none: unknown."""
+    def _previous(self, entry: _Entry | None, version: int, r: int = -1) -> tuple[list[int], set[int]]:
+        """A state's pointers and stale columns in ``version`` (columns it lacks: null), carried
+        through the DDL between its ``_schema_id`` and row ``r``'s where the lineage knows it;
+        none: unknown."""
         if entry is None:
             return [-1] * self.m, set()
+        if self.schema_ids is not None and r >= 0:
+            way = self.plan.lineage.between.get((self.schema_ids[entry.out], self.schema_ids[r]))
+            if way is not None:
+                return self._carried(entry, self.plan.lineage.columns_of[self.schema_ids[r]], way)
         if entry.version == version:
             return entry.pointers[:], set(entry.stale)
         mask = self.version_masks[version]
         return [p if keep else -1 for p, keep in zip(entry.pointers, mask)], entry.stale & self.version_sets[version]
+
+    def _carried(self, entry: _Entry, names: Sequence[str], way: Sequence[Any]) -> tuple[list[int], set[int]]:
+        """A state of an older table version as the server carried it to a later one: a column
+        from its old column (renamed: the value, as a document of the new column), an added
+        column its DEFAULT, unknown where the server computed it."""
+        pointers, stale = [-1] * self.m, set()
+        for name, source in zip(names, way):
+            j = self.index.get(name)
+            if j is None:
+                continue
+            if isinstance(source, FromColumn) and source.name in self.index:
+                old = self.index[source.name]
+                pointer = entry.pointers[old]
+                if old in entry.stale:
+                    stale.add(j)
+                if pointer < 0 or old == j:
+                    pointers[j] = pointer
+                    continue
+                value = self._value(pointer, old)
+            elif isinstance(source, Value):
+                value = source.value
+            else:
+                continue
+            documents = self.applied.setdefault(j, [])
+            documents.append(value)
+            pointers[j] = 2 * self.n + len(documents) - 1
+        return pointers, stale
 
     # -- one row --------------------------------------------------------------
 
@@ -676,7 +721,7 @@ class _Fold:
 
     def _update(self, r: int, version: int) -> None:
         whole, partial, _ = self._columns_of(version, self.present_ids[r], self.partial_ids[r])
-        pointers, stale = self._previous(self._take(self.keys_before[r]), version)
+        pointers, stale = self._previous(self._take(self.keys_before[r]), version, r)
         for j in self._before_columns(r):
             pointers[j] = self.n + r
             stale.discard(j)
@@ -737,7 +782,7 @@ class _Fold:
         return 2 * self.n + len(documents) - 1
 
     def _delete(self, r: int, version: int) -> None:
-        pointers, stale = self._previous(self._take(self.keys_before[r]), version)
+        pointers, stale = self._previous(self._take(self.keys_before[r]), version, r)
         for j in self._before_columns(r):
             pointers[j] = self.n + r
             stale.discard(j)
@@ -1017,9 +1062,6 @@ def fold_table(table: pa.Table, plan: FoldPlan) -> pa.Table:
 # -- rows of older versions in the latest one --------------------------------------
 
 
-SCHEMA_ID = "_schema_id"
-
-
 def latest_schema(merged: MergedSchema, lineage: TableLineage | None) -> pa.Schema:
     """The schema of ``current``: the latest version's columns when its lineage is known (the
     server's columns), else every version's (``merged``)."""
@@ -1225,6 +1267,7 @@ def fold_input(
     staged: Sequence[pa.Table | pa.RecordBatch],
     key_columns: Sequence[str] | None,
     current: pa.Table | None = None,
+    lineage: TableLineage | None = None,
 ) -> tuple[pa.Table, FoldPlan, MergedSchema]:
     """The input of :func:`fold_table` for staged batches and an optional ``current`` table in
     memory: projected onto the merged schema, tagged with versions, in fold order."""
@@ -1235,7 +1278,7 @@ def fold_input(
     parts = [_tagged(current, merged, 0, True)] if current is not None else []
     parts += [_tagged(each, merged, len(parts) + number, False) for number, each in enumerate(inputs)]
     rows = _sorted(pa.concat_tables(parts), prior_first=True)
-    plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in schemas))
+    plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in schemas), lineage)
     return rows, plan, merged
 
 
@@ -1253,7 +1296,7 @@ def materialize_tables(
     of each row's last change); ``lineage``: the table's versions' way to the latest one
     (:func:`in_latest_version`).
     """
-    rows, plan, merged = fold_input(staged, key_columns, current)
+    rows, plan, merged = fold_input(staged, key_columns, current, lineage)
     folded = fold_table(rows, plan)
     folded = folded.set_column(folded.schema.get_field_index(PRESENT), PRESENT, named(folded.column(PRESENT)))
     prior = folded.column(PRIOR)
@@ -1725,7 +1768,7 @@ def materialize(
         raise ValueError(f"{database}.{table}: neither staged files nor a current table")
     merged = merge_schemas([schema for schema, _ in prior_groups + staged])  # current's column order first
     key, unique = table_keys(key_columns, merged)
-    plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in versions))
+    plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in versions), lineage)
     inputs = [_Input(name, version, version >= len(staged)) for version, (_, files) in enumerate(staged + prior_groups) for name in files]
     rows = _rows([source.path for source in inputs])
     scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"

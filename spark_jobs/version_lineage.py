@@ -18,7 +18,7 @@ column's Arrow type), that version has no lineage and its rows are left as they 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Iterable, Union
@@ -63,6 +63,11 @@ class TableLineage:
     latest: str
     columns: tuple[str, ...]
     sources: dict[str, tuple[Source, ...]]
+    # Per (older version, later version), where each of the later version's columns
+    # (``columns_of``) takes its value in a row of the older one: how the fold carries a row's
+    # state to the version of the change that follows it.
+    between: dict[tuple[str, str], tuple[Source, ...]] = field(default_factory=dict)
+    columns_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _order(seq: Any, file: Any, pos: Any) -> tuple:
@@ -230,25 +235,31 @@ def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: s
     for old, new in zip(mine, mine[1:]):
         start = _order(old["first_seq"], old["first_file"], old["first_pos"])
         end = _order(new["first_seq"], new["first_file"], new["first_pos"])
-        between = [r for r in rows if start < _order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]) < end]
-        steps.append(_step(old, new, between))
+        logged = [r for r in rows if start < _order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]) < end]
+        steps.append(_step(old, new, logged))
+    columns_of = {v["schema_id"]: tuple(c["name"] for c in v["columns"]) for v in mine}
+    between: dict[tuple[str, str], tuple[Source, ...]] = {}
+    for target in range(1, len(mine)):
+        for old_id, sources in _ways_to(mine, steps, target).items():
+            between[(old_id, mine[target]["schema_id"])] = sources
     latest = mine[-1]
-    names = tuple(c["name"] for c in latest["columns"])
+    found = {old: sources for (old, new), sources in between.items() if new == latest["schema_id"]}
+    return TableLineage(latest["schema_id"], columns_of[latest["schema_id"]], found, between, columns_of)
+
+
+def _ways_to(mine: list[dict], steps: list, target: int) -> dict[str, tuple[Source, ...]]:
+    """Per version before ``mine[target]``, where each of its columns takes its value; a version
+    whose way is not known: its own columns by name, the others unknown."""
+    names = tuple(c["name"] for c in mine[target]["columns"])
     found: dict[str, tuple[Source, ...]] = {}
-    # Walk back from the latest version, composing each step onto the way to the latest.
-    to_latest: dict[str, Source] | None = {name: FromColumn(name) for name in names}
-    for old, step in zip(reversed(mine[:-1]), reversed(steps)):
-        if step is None or to_latest is None:
-            to_latest = None
+    to_target: dict[str, Source] | None = {name: FromColumn(name) for name in names}
+    for old, step in zip(reversed(mine[:target]), reversed(steps[:target])):
+        if step is None or to_target is None:
             break
-        composed: dict[str, Source] = {}
-        for name in names:
-            via = to_latest[name]
-            composed[name] = step[via.name] if isinstance(via, FromColumn) else via
-        to_latest = composed
-        found.setdefault(old["schema_id"], tuple(to_latest[name] for name in names))
-    for old in mine[:-1]:  # no way to the latest known: its own columns by name, the others incomplete
+        to_target = {name: step[via.name] if isinstance(via, FromColumn) else via for name, via in to_target.items()}
+        found.setdefault(old["schema_id"], tuple(to_target[name] for name in names))
+    for old in mine[:target]:
         own = {c["name"] for c in old["columns"]}
         found.setdefault(old["schema_id"], tuple(
             FromColumn(name) if name in own else Unknown("no DDL known between the versions") for name in names))
-    return TableLineage(latest["schema_id"], names, found)
+    return found

@@ -7,7 +7,11 @@ COLUMN, each followed by a few row changes, so that 90+ rows are never touched a
 ALTER. Ingested in one run, and in one run per step (a statement and the row changes after it,
 each in a binlog file of its own): after every run, ``current`` has the server's columns, in its
 order, and equals ``SELECT *`` value for value, no column incomplete. A column added with
-``DEFAULT CURRENT_TIMESTAMP`` is named incomplete in the rows that were there before it.
+``DEFAULT CURRENT_TIMESTAMP`` is named incomplete in the rows that were there before it. The
+workload runs twice: with FULL row images, and with the updates and deletes under MINIMAL, whose
+after-images carry only the columns set, so that the state they are folded onto is a row of an
+older version carried through the DDL (inserts stay FULL: a MINIMAL insert leaves its DEFAULTs
+unknown).
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from spark_jobs.ingest import ingest
 
 pytestmark = pytest.mark.integration
 
-DATABASE = "lineage_e2e"
 ROWS = 100
 FIRST = [
     "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, a INT, b VARCHAR(20), c INT, d INT)",
@@ -49,9 +52,16 @@ STEPS = [
 ]
 
 
-def server_table(mariadb, table: str) -> tuple[list[str], dict[str, list[str]]]:
+def logged_as(statement: str, image: str) -> str:
+    """``statement`` under the row image of the workload (inserts: FULL, see the module docstring)."""
+    if image == "FULL" or statement.startswith(("CREATE", "ALTER")):
+        return statement
+    return f"SET SESSION binlog_row_image = {'FULL' if statement.startswith('INSERT') else image};\n{statement}"
+
+
+def server_table(mariadb, database: str, table: str) -> tuple[list[str], dict[str, list[str]]]:
     """``SELECT *`` of a table: its column names, and its rows (text, NULL as ``NULL``) by id."""
-    lines = mariadb.sql(f"SELECT * FROM {table} ORDER BY id", database=DATABASE).splitlines()
+    lines = mariadb.sql(f"SELECT * FROM {table} ORDER BY id", database=database).splitlines()
     names = lines[0].split("\t")
     return names, {line.split("\t")[names.index("id")]: line.split("\t") for line in lines[1:]}
 
@@ -64,18 +74,19 @@ def as_text(value) -> str:
     return value
 
 
-@pytest.fixture(scope="module")
-def workload(mariadb, tmp_path_factory) -> tuple[list[Path], list[tuple]]:
-    """The binlog files (one for the tables' creation and rows, one per step) and, after each,
-    ``SELECT *`` of ``t``."""
+@pytest.fixture(scope="module", params=["FULL", "MINIMAL"])
+def workload(request, mariadb, tmp_path_factory) -> tuple[str, list[Path], list[tuple]]:
+    """The database, the binlog files (one for the tables' creation and rows, one per step) and,
+    after each, ``SELECT *`` of ``t``."""
+    database = f"lineage_{request.param.lower()}"
     mariadb.sql("SET GLOBAL binlog_row_metadata = FULL")
     mariadb.flush_logs()
     first = mariadb.current_binlog()
-    mariadb.sql(f"CREATE DATABASE {DATABASE}")
+    mariadb.sql(f"CREATE DATABASE {database}")
     states = []
     for part in [FIRST, *STEPS]:
-        mariadb.sql(";\n".join(part) + ";", database=DATABASE)
-        states.append(server_table(mariadb, "t"))
+        mariadb.sql(";\n".join(logged_as(statement, request.param) for statement in part) + ";", database=database)
+        states.append(server_table(mariadb, database, "t"))
         mariadb.flush_logs()
     folder = tmp_path_factory.mktemp("lineage-source")
     files = []
@@ -84,12 +95,13 @@ def workload(mariadb, tmp_path_factory) -> tuple[list[Path], list[tuple]]:
             shutil.copyfile(binlog, folder / binlog.name)
             files.append(folder / binlog.name)
     assert len(files) == len(states)
-    return files, states
+    return database, files, states
 
 
-def assert_current_is(warehouse: Path, state: tuple[list[str], dict[str, list[str]]], where: str) -> None:
+def assert_current_is(warehouse: Path, database: str, state: tuple[list[str], dict[str, list[str]]],
+                      where: str) -> None:
     names, wanted = state
-    rows = warehouse_rows(warehouse, "current", DATABASE, "t")
+    rows = warehouse_rows(warehouse, "current", database, "t")
     columns = [name for name in rows[0] if not name.startswith("_")]
     assert columns == names, where
     assert sorted(str(row["id"]) for row in rows) == sorted(wanted), where
@@ -99,28 +111,28 @@ def assert_current_is(warehouse: Path, state: tuple[list[str], dict[str, list[st
 
 
 def test_one_run_gives_the_server_table(spark, workload, tmp_path):
-    files, states = workload
+    database, files, states = workload
     source = files[0].parent
     assert ingest(str(source), str(tmp_path), spark=spark, validation=False).run_id
-    assert_current_is(tmp_path, states[-1], "one run")
-    untouched = [row for row in warehouse_rows(tmp_path, "current", DATABASE, "t") if row["id"] > 10 and row["id"] <= ROWS]
+    assert_current_is(tmp_path, database, states[-1], "one run")
+    untouched = [row for row in warehouse_rows(tmp_path, "current", database, "t") if row["id"] > 10 and row["id"] <= ROWS]
     assert len(untouched) >= 90 and {row["e"] for row in untouched} == {"dflt"}
 
 
 def test_a_run_per_step_gives_the_server_table_after_each(spark, workload, tmp_path):
-    files, states = workload
+    database, files, states = workload
     source, root = tmp_path / "source", tmp_path / "warehouse"
     source.mkdir()
     for number, (binlog, state) in enumerate(zip(files, states)):
         shutil.copyfile(binlog, source / binlog.name)
         assert ingest(str(source), str(root), spark=spark, validation=False).run_id
-        assert_current_is(root, state, f"after run {number}")
+        assert_current_is(root, database, state, f"after run {number}")
 
 
 def test_a_default_the_server_computes_is_incomplete_in_the_rows_before_it(spark, workload, tmp_path):
-    source = workload[0][0].parent
-    assert ingest(str(source), str(tmp_path), spark=spark, validation=False).run_id
-    rows = {row["id"]: row for row in warehouse_rows(tmp_path, "current", DATABASE, "u")}
+    database, files, _ = workload
+    assert ingest(str(files[0].parent), str(tmp_path), spark=spark, validation=False).run_id
+    rows = {row["id"]: row for row in warehouse_rows(tmp_path, "current", database, "u")}
     assert [name for name in rows[1] if not name.startswith("_")] == ["id", "a", "ts"]
     for key in range(1, 11):
         assert rows[key]["_incomplete_columns"] == ["ts"] and rows[key]["ts"] is None
