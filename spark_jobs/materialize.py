@@ -1072,9 +1072,10 @@ def latest_schema(merged: MergedSchema, lineage: TableLineage | None) -> pa.Sche
 
 
 def _cast_or_none(values: pa.ChunkedArray, kind: pa.DataType) -> pa.Array | None:
+    """``values`` in ``kind`` when that is a widening of their type (:func:`widen`), else None."""
     try:
-        return _cast(values, kind)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return _cast(values, kind) if widen(kind, values.type) == kind else None
+    except (SchemaConflict, pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
 

@@ -180,7 +180,7 @@ def _step(old: dict, new: dict, changes: list[dict]) -> dict[str, Source] | None
                 return None
             steps.append(column_lineage.lineage(model, after))
             model = replace(after, columns=tuple(replace(c, was=c.name) for c in after.columns))
-    except schema_apply.ModelMismatch:
+    except ValueError:  # ModelMismatch, or a model the table_schemas columns do not give
         return None
     new_columns = {c["name"].casefold(): c for c in new["columns"]}
     old_columns = {c["name"].casefold(): c for c in old["columns"]}

@@ -1,0 +1,88 @@
+"""spark_jobs.version_lineage: the way of each older table version to the latest one, from the
+versions and the DDL logged between them."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+
+import pytest
+
+from spark_jobs.version_lineage import FromColumn, Unknown, Value, arrow_value, table_lineage
+
+
+def column(name: str, sql_type: str, arrow_type: str, nullable: bool = True, **extra) -> dict:
+    return {"name": name, "sql_type": sql_type, "arrow_type": arrow_type, "nullable": nullable, **extra}
+
+
+ID = column("id", "int", "int32", False)
+
+
+def version(schema_id: str, pos: int, *columns: dict, table: str = "t") -> dict:
+    return {"schema_id": schema_id, "database": "db", "table": table, "columns": [ID, *columns],
+            "primary_key": [{"column": "id", "prefix": 0}], "first_seq": 1, "first_file": "b.000001",
+            "first_pos": pos}
+
+
+def altered(statement: str, pos: int, table: str = "t") -> dict:
+    return {"database": "db", "table": table, "change": "altered", "statement": statement, "sql_mode": 0,
+            "_binlog_seq": 1, "_binlog_file": "b.000001", "_binlog_pos": pos}
+
+
+@pytest.mark.parametrize(("value", "col", "expected"), [
+    ("dflt", column("e", "varchar(10)", "string"), (True, "dflt")),
+    ("ab  ", column("e", "char(4)", "string"), (True, "ab")),
+    ("y", column("e", "enum('x','y')", "string", enum_values=["x", "y"]), (True, "y")),
+    ("z", column("e", "enum('x','y')", "string", enum_values=["x", "y"]), (False, None)),
+    (-5, column("e", "bigint", "int64"), (True, -5)),
+    ("42", column("e", "int", "int32"), (True, 42)),
+    (300, column("e", "tinyint", "int8"), (False, None)),
+    (Decimal("12.5"), column("e", "decimal(6,2)", "decimal128(6, 2)"), (True, Decimal("12.50"))),
+    (Decimal("1.005"), column("e", "decimal(6,2)", "decimal128(6, 2)"), (False, None)),
+    ("2024-02-29", column("e", "date", "date32[day]"), (True, date(2024, 2, 29))),
+    ("2024-02-29 10:11:12", column("e", "datetime", "timestamp[us]"), (True, datetime(2024, 2, 29, 10, 11, 12))),
+    ("2024-02-29 10:11:12", column("e", "timestamp", "timestamp[us, tz=UTC]"), (False, None)),
+    (1.5, column("e", "double", "double"), (False, None)),
+    (b"\x01", column("e", "binary(2)", "binary"), (False, None)),
+    (1, column("e", "bit(1)", "int64"), (False, None)),
+    (None, column("e", "int", "int32"), (True, None)),
+])
+def test_a_default_is_held_exactly_or_not_at_all(value, col, expected):
+    assert arrow_value(value, col) == expected
+
+
+def test_added_renamed_and_dropped_columns_lead_to_the_latest_version():
+    a, b, c = column("a", "int", "int32"), column("b", "varchar(20)", "string"), column("c", "int", "int32")
+    e = column("e", "varchar(10)", "string", False)
+    b2, ts = column("b2", "varchar(20)", "string"), column("ts", "datetime", "timestamp[us]", False)
+    versions = [version("v1", 100, a, b, c), version("v2", 300, a, b2, c, e), version("v3", 500, b2, e, ts)]
+    changes = [
+        altered("ALTER TABLE t ADD COLUMN e VARCHAR(10) NOT NULL DEFAULT 'dflt', RENAME COLUMN b TO b2", 200),
+        altered("ALTER TABLE t ALTER COLUMN a SET DEFAULT 7", 350),
+        altered("ALTER TABLE t DROP COLUMN a, DROP COLUMN c", 400),
+        altered("ALTER TABLE t ADD COLUMN ts DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP", 450),
+    ]
+    lineage = table_lineage(versions, changes, "db", "t")
+    assert lineage.latest == "v3" and lineage.columns == ("id", "b2", "e", "ts")
+    first, second = lineage.sources["v1"], lineage.sources["v2"]
+    assert first[:3] == (FromColumn("id"), FromColumn("b"), Value("dflt")) and isinstance(first[3], Unknown)
+    assert second[:3] == (FromColumn("id"), FromColumn("b2"), FromColumn("e")) and isinstance(second[3], Unknown)
+    assert lineage.between[("v1", "v2")] == (FromColumn("id"), FromColumn("a"), FromColumn("b"), FromColumn("c"),
+                                             Value("dflt"))
+
+
+def test_without_the_ddl_between_two_versions_the_older_keeps_its_columns_by_name():
+    a, e = column("a", "int", "int32"), column("e", "varchar(10)", "string", False)
+    lineage = table_lineage([version("v1", 100, a), version("v2", 300, a, e)], [], "db", "t")
+    assert lineage.sources["v1"][:2] == (FromColumn("id"), FromColumn("a")) and isinstance(lineage.sources["v1"][2], Unknown)
+
+
+def test_a_type_change_that_is_no_widening_is_not_followed():
+    n_int, n_text = column("n", "int", "int32"), column("n", "varchar(20)", "string")
+    lineage = table_lineage([version("v1", 100, n_int), version("v2", 300, n_text)],
+                            [altered("ALTER TABLE t MODIFY n VARCHAR(20)", 200)], "db", "t")
+    assert lineage.sources["v1"] == (FromColumn("id"), FromColumn("n"))  # by name: the fold's own rules decide
+
+
+def test_a_table_of_one_version_has_no_lineage():
+    assert table_lineage([version("v1", 100)], [], "db", "t") is None
