@@ -93,7 +93,10 @@ rows of an older ``_schema_id`` is carried to the latest version as the server
 carried it: a column added with a literal DEFAULT holds it (converted to the
 column's Arrow type; a nullable column without DEFAULT: NULL), a renamed column
 (RENAME COLUMN, CHANGE) the old column's values, a widened one its values
-widened, a dropped column is gone; a DEFAULT the server computed
+widened, an integer or DECIMAL column turned into text its decimal text (the
+column is text in every row of the merged schema then, ``as_text`` of the
+lineage; any other type change that is no widening is a :class:`SchemaConflict`
+naming the table, column, both types and the way forward), a dropped column is gone; a DEFAULT the server computed
 (CURRENT_TIMESTAMP, an expression, AUTO_INCREMENT, a NOT NULL column without
 DEFAULT, a literal whose conversion is not exactly known) is null and named in
 ``_incomplete_columns``. Such a row takes the latest ``_schema_id`` (the
@@ -184,6 +187,7 @@ import time
 import zlib
 from collections import Counter
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -300,13 +304,27 @@ def widen(a: pa.DataType, b: pa.DataType, column: str = "?") -> pa.DataType:
     raise SchemaConflict(f"column {column}: {a} and {b} have no common type that keeps every value")
 
 
-def merge_fields(field_lists: Iterable[Iterable[pa.Field]]) -> list[pa.Field]:
-    """The union of the fields by name, in order of first appearance, types widened; all nullable."""
+def _is_numeric(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_decimal(kind)
+
+
+def as_text(a: pa.DataType, b: pa.DataType) -> bool:
+    """Whether one of ``a`` and ``b`` is a string and the other a number: values an ALTER turned
+    into text (see :attr:`~spark_jobs.version_lineage.TableLineage.as_text`)."""
+    return (pa.types.is_string(a) and _is_numeric(b)) or (pa.types.is_string(b) and _is_numeric(a))
+
+
+def merge_fields(field_lists: Iterable[Iterable[pa.Field]], textual: frozenset[str] = frozenset()) -> list[pa.Field]:
+    """The union of the fields by name, in order of first appearance, types widened; all nullable.
+    A column of ``textual`` that is a number in some and text in others is text."""
     merged: dict[str, pa.DataType] = {}
     for fields in field_lists:
         for each in fields:
             known = merged.get(each.name)
-            merged[each.name] = each.type if known is None else widen(known, each.type, each.name)
+            if known is not None and each.name in textual and as_text(known, each.type):
+                merged[each.name] = pa.string()
+            else:
+                merged[each.name] = each.type if known is None else widen(known, each.type, each.name)
     return [pa.field(name, kind) for name, kind in merged.items()]
 
 
@@ -336,23 +354,24 @@ class MergedSchema:
         return pa.schema([*self.image, *self.changes])
 
 
-def merge_schemas(schemas: Sequence[pa.Schema]) -> MergedSchema:
+def merge_schemas(schemas: Sequence[pa.Schema], textual: frozenset[str] = frozenset()) -> MergedSchema:
     """The union of row-change schemas (staged batches and ``current`` tables), see :func:`widen`.
 
     The change columns are those of the inputs, plus ``_binlog_inner_offset``
     (int32) and ``_incomplete_columns`` (list of strings) where they lack them;
     ``_before`` is a struct of every image column. Raises :class:`SchemaConflict`
     for types without a safe common type, ``ValueError`` for an image column
-    named like an output column (``commit_date``, ``_incomplete_columns``, ...).
+    named like an output column (``commit_date``, ``_incomplete_columns``, ...). ``textual``:
+    columns an ALTER turned from numbers into text (:func:`merge_fields`).
     """
     if not schemas:
         raise ValueError("no schema to merge")
     parts = [split_schema(schema) for schema in schemas]
-    image = merge_fields(part[0] for part in parts)
+    image = merge_fields((part[0] for part in parts), textual)
     clashes = sorted({each.name for each in image} & RESERVED)
     if clashes:
         raise ValueError(f"image columns {clashes} are named like columns this step writes")
-    changes = merge_fields(part[1] for part in parts)
+    changes = merge_fields([each for each in part[1] if each.name != BEFORE] for part in parts)  # _before: below
     changes = _placed(changes, pa.field(INNER_OFFSET, pa.int32()), "_row_index")
     changes = _placed(changes, pa.field(BEFORE, pa.struct(image)), PRESENT)
     changes = _placed(changes, pa.field(INCOMPLETE, pa.list_(pa.string())), UNREPRESENTABLE)
@@ -698,6 +717,8 @@ class _Fold:
                 value = source.value
             else:
                 continue
+            if isinstance(value, (int, Decimal)) and not isinstance(value, bool) and pa.types.is_string(self.after[j].type):
+                value = str(value)  # an ALTER turned the number into its decimal text (the column is text by now)
             documents = self.applied.setdefault(j, [])
             documents.append(value)
             pointers[j] = 2 * self.n + len(documents) - 1
@@ -1074,7 +1095,8 @@ def latest_schema(merged: MergedSchema, lineage: TableLineage | None) -> pa.Sche
 def _cast_or_none(values: pa.ChunkedArray, kind: pa.DataType) -> pa.Array | None:
     """``values`` in ``kind`` when that is a widening of their type (:func:`widen`), else None."""
     try:
-        return _cast(values, kind) if widen(kind, values.type) == kind else None
+        exact = as_text(kind, values.type) and pa.types.is_string(kind) or widen(kind, values.type) == kind
+        return _cast(values, kind) if exact else None
     except (SchemaConflict, pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
@@ -1274,7 +1296,7 @@ def fold_input(
     memory: projected onto the merged schema, tagged with versions, in fold order."""
     inputs = [pa.Table.from_batches([each]) if isinstance(each, pa.RecordBatch) else each for each in staged]
     schemas = ([current.schema] if current is not None else []) + [each.schema for each in inputs]
-    merged = merge_schemas(schemas)
+    merged = merge_schemas(schemas, lineage.as_text if lineage is not None else frozenset())
     key, unique = table_keys(key_columns, merged)
     parts = [_tagged(current, merged, 0, True)] if current is not None else []
     parts += [_tagged(each, merged, len(parts) + number, False) for number, each in enumerate(inputs)]
@@ -1767,7 +1789,15 @@ def materialize(
     versions = [schema for schema, _ in staged + prior_groups]  # the inputs' versions: staged files first
     if not versions:
         raise ValueError(f"{database}.{table}: neither staged files nor a current table")
-    merged = merge_schemas([schema for schema, _ in prior_groups + staged])  # current's column order first
+    try:  # current's column order first
+        merged = merge_schemas([schema for schema, _ in prior_groups + staged],
+                               lineage.as_text if lineage is not None else frozenset())
+    except SchemaConflict as exc:
+        raise SchemaConflict(
+            f"{database}.{table}: {exc}, and binlake does not follow how the server converted the rows already "
+            f"there; to go on, bootstrap {database}.{table} from a snapshot taken after the change "
+            f"(python -m spark_jobs.bootstrap)"
+        ) from None
     key, unique = table_keys(key_columns, merged)
     plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in versions), lineage)
     inputs = [_Input(name, version, version >= len(staged)) for version, (_, files) in enumerate(staged + prior_groups) for name in files]

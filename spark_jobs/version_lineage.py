@@ -68,6 +68,9 @@ class TableLineage:
     # state to the version of the change that follows it.
     between: dict[tuple[str, str], tuple[Source, ...]] = field(default_factory=dict)
     columns_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The columns (old and new names) an ALTER turned from a number into text: the server wrote
+    # each integer or DECIMAL as its decimal text, which is Arrow's cast of the value to a string.
+    as_text: frozenset[str] = frozenset()
 
 
 def _order(seq: Any, file: Any, pos: Any) -> tuple:
@@ -163,9 +166,24 @@ def _carried(old: dict, new: dict) -> bool:
         return False
 
 
-def _step(old: dict, new: dict, changes: list[dict]) -> dict[str, Source] | None:
+_NUMBERS = frozenset("tinyint smallint mediumint int integer bigint decimal numeric".split())
+_TEXTS = frozenset("varchar char text tinytext mediumtext longtext".split())
+
+
+def _base(column: dict) -> str:
+    return column["sql_type"].lower().split("(")[0].split()[0]
+
+
+def as_text(old: dict, new: dict) -> bool:
+    """Whether the server turned values of the ``table_schemas`` column ``old`` into ``new``'s
+    text exactly as Arrow casts them to a string: an integer or DECIMAL into a character type."""
+    return _base(old) in _NUMBERS and _base(new) in _TEXTS and new["arrow_type"] == "string" and (
+        old["arrow_type"] in _INTEGER_RANGES or old["arrow_type"].startswith("decimal128("))
+
+
+def _step(old: dict, new: dict, changes: list[dict], textual: set[str]) -> dict[str, Source] | None:
     """Per column of version ``new``, its source in version ``old`` through ``changes`` (None:
-    not followed exactly)."""
+    not followed exactly); the names of the columns turned into text are added to ``textual``."""
     if not changes or any(row["change"] != ALTERED for row in changes):
         return None
     model = _model(old)
@@ -208,8 +226,11 @@ def _step(old: dict, new: dict, changes: list[dict]) -> dict[str, Source] | None
     for key, column in new_columns.items():
         kind, what = sources[key]
         if kind == "column":
-            if not _carried(old_columns[what.casefold()], column):
-                return None  # a type change that is not a widening: not followed (yet)
+            before = old_columns[what.casefold()]
+            if not _carried(before, column):
+                if not as_text(before, column):
+                    return None  # a type change the server's conversion of is not followed
+                textual |= {before["name"], column["name"]}
             result[column["name"]] = FromColumn(what)
         elif kind == "value":
             exact, value = arrow_value(what, column)
@@ -231,12 +252,15 @@ def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: s
         (r for r in changes if r["database"] == database and r["table"] == table and r["change"] != "truncated"),
         key=lambda r: _order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]),
     )
-    steps = []
+    steps, textual = [], set()
     for old, new in zip(mine, mine[1:]):
         start = _order(old["first_seq"], old["first_file"], old["first_pos"])
         end = _order(new["first_seq"], new["first_file"], new["first_pos"])
         logged = [r for r in rows if start < _order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]) < end]
-        steps.append(_step(old, new, logged))
+        found_text: set[str] = set()
+        steps.append(step := _step(old, new, logged, found_text))
+        if step is not None:
+            textual |= found_text
     columns_of = {v["schema_id"]: tuple(c["name"] for c in v["columns"]) for v in mine}
     between: dict[tuple[str, str], tuple[Source, ...]] = {}
     for target in range(1, len(mine)):
@@ -244,20 +268,43 @@ def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: s
             between[(old_id, mine[target]["schema_id"])] = sources
     latest = mine[-1]
     found = {old: sources for (old, new), sources in between.items() if new == latest["schema_id"]}
-    return TableLineage(latest["schema_id"], columns_of[latest["schema_id"]], found, between, columns_of)
+    return TableLineage(latest["schema_id"], columns_of[latest["schema_id"]], found, between, columns_of,
+                        frozenset(textual))
+
+
+def _in(source: Source, column: dict) -> Source:
+    """``source`` for ``column`` of a later version: a DEFAULT given in an earlier version, in the
+    column's type now (a number a later ALTER turned into text: its decimal text, as the server
+    wrote it); unknown where that is not exact."""
+    if not isinstance(source, Value) or source.value is None:
+        return source
+    value = source.value
+    if column["arrow_type"] == "string" and isinstance(value, (int, Decimal)) and not isinstance(value, bool):
+        value = str(value)
+    if isinstance(value, datetime):
+        return source if column["arrow_type"] == "timestamp[us]" else Unknown(f"DEFAULT {value} as {column['sql_type']}")
+    if isinstance(value, date):
+        if column["arrow_type"] == "date32[day]":
+            return source
+        if column["arrow_type"] == "timestamp[us]":  # DATE widened to DATETIME: midnight
+            return Value(datetime(value.year, value.month, value.day))
+        return Unknown(f"DEFAULT {value} as {column['sql_type']}")
+    exact, converted = arrow_value(value, column)
+    return Value(converted) if exact else Unknown(f"DEFAULT {source.value!r} as {column['sql_type']}")
 
 
 def _ways_to(mine: list[dict], steps: list, target: int) -> dict[str, tuple[Source, ...]]:
     """Per version before ``mine[target]``, where each of its columns takes its value; a version
     whose way is not known: its own columns by name, the others unknown."""
     names = tuple(c["name"] for c in mine[target]["columns"])
+    columns = {c["name"]: c for c in mine[target]["columns"]}
     found: dict[str, tuple[Source, ...]] = {}
     to_target: dict[str, Source] | None = {name: FromColumn(name) for name in names}
     for old, step in zip(reversed(mine[:target]), reversed(steps[:target])):
         if step is None or to_target is None:
             break
         to_target = {name: step[via.name] if isinstance(via, FromColumn) else via for name, via in to_target.items()}
-        found.setdefault(old["schema_id"], tuple(to_target[name] for name in names))
+        found.setdefault(old["schema_id"], tuple(_in(to_target[name], columns[name]) for name in names))
     for old in mine[:target]:
         own = {c["name"] for c in old["columns"]}
         found.setdefault(old["schema_id"], tuple(

@@ -2,8 +2,8 @@
 
 A table of 100 rows goes through ADD COLUMN ... NOT NULL DEFAULT 'dflt' AFTER, a numeric
 DEFAULT added FIRST with a nullable column without DEFAULT, RENAME COLUMN, CHANGE COLUMN with a
-rename, SET DEFAULT followed by an ADD of CHAR, DATE and ENUM columns with defaults, and DROP
-COLUMN, each followed by a few row changes, so that 90+ rows are never touched after the first
+rename, SET DEFAULT followed by an ADD of CHAR, DATE and ENUM columns with defaults, DROP
+COLUMN, and BIGINT and DECIMAL columns turned into VARCHAR (one renamed by CHANGE), each followed by a few row changes, so that 90+ rows are never touched after the first
 ALTER. Ingested in one run, and in one run per step (a statement and the row changes after it,
 each in a binlog file of its own): after every run, ``current`` has the server's columns, in its
 order, and equals ``SELECT *`` value for value, no column incomplete. A column added with
@@ -48,6 +48,8 @@ STEPS = [
      "ADD COLUMN h ENUM('x','y') NOT NULL DEFAULT 'y' AFTER a, ADD COLUMN k BIGINT NOT NULL DEFAULT -5",
      "UPDATE t SET e = 'four' WHERE id = 4"],
     ["ALTER TABLE t DROP COLUMN d", "DELETE FROM t WHERE id = 5", "INSERT INTO t (id, b2) VALUES (104, 'late')"],
+    ["ALTER TABLE t MODIFY k VARCHAR(20) NOT NULL, MODIFY n VARCHAR(10) NOT NULL, CHANGE c2 c3 VARCHAR(12)",
+     "UPDATE t SET e = 'six' WHERE id = 6"],
     ["ALTER TABLE u ADD COLUMN ts DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP", "INSERT INTO u (id) VALUES (11)"],
 ]
 

@@ -86,3 +86,27 @@ def test_a_type_change_that_is_no_widening_is_not_followed():
 
 def test_a_table_of_one_version_has_no_lineage():
     assert table_lineage([version("v1", 100)], [], "db", "t") is None
+
+
+def test_numbers_turned_into_text_are_followed_and_merge_as_text():
+    import pyarrow as pa
+
+    from spark_jobs.materialize import SchemaConflict, merge_schemas
+
+    n, k = column("n", "decimal(6,2)", "decimal128(6, 2)", False), column("k", "bigint", "int64", False)
+    when = column("w", "datetime", "timestamp[us]")
+    n2, k2 = column("n", "varchar(10)", "string", False), column("k3", "varchar(20)", "string", False)
+    lineage = table_lineage([version("v1", 100, n, k, when), version("v2", 300, n2, k2, when)],
+                            [altered("ALTER TABLE t MODIFY n VARCHAR(10) NOT NULL, CHANGE k k3 VARCHAR(20) NOT NULL", 200)],
+                            "db", "t")
+    assert lineage.sources["v1"] == (FromColumn("id"), FromColumn("n"), FromColumn("k"), FromColumn("w"))
+    assert lineage.as_text == {"n", "k", "k3"}
+    tail = [pa.field("_op", pa.string()), pa.field("_present_columns", pa.list_(pa.string())),
+            pa.field("_unrepresentable", pa.map_(pa.string(), pa.string()))]
+    older = pa.schema([pa.field("n", pa.decimal128(6, 2)), pa.field("w", pa.timestamp("us")), *tail])
+    newer = pa.schema([pa.field("n", pa.string()), pa.field("w", pa.int64()), *tail])
+    assert merge_schemas([older, newer.remove(1)], lineage.as_text).image[0].type == pa.string()
+    with pytest.raises(SchemaConflict):
+        merge_schemas([older, newer.remove(1)])
+    with pytest.raises(SchemaConflict):  # DATETIME to a number: not followed
+        merge_schemas([older, newer], lineage.as_text)
