@@ -2,7 +2,7 @@
 
 A workload of every kind of schema change binlake records (CREATE TABLE, ALTER TABLE ADD
 COLUMN ... DEFAULT ... AFTER with RENAME COLUMN, MODIFY INT to VARCHAR (of a table whose rows all
-come after it: materializing does not convert types yet), CHANGE COLUMN, ALTER
+come after it; the values converted are test_schema_lineage_against_mariadb's), CHANGE COLUMN, ALTER
 ... SET DEFAULT, DROP COLUMN, RENAME TABLE of two pairs, CREATE TABLE ... LIKE, TRUNCATE,
 DROP TABLE of two tables, CREATE TABLE ... SELECT (logged with its rows), a CREATE SEQUENCE binlake does not read, DROP DATABASE),
 interleaved with row changes, in two binlog files cut after an ALTER whose rows are in the
