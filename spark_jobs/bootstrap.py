@@ -80,7 +80,7 @@ from binlog_codec.rows import RowChange, RowRecord
 from binlog_codec.snapshot_rows import decode_rows
 from binlog_codec.table_map import TableMap
 from spark_jobs import publish
-from spark_jobs.ingest import IngestResult, Input, _write_run_record, merge_table_schemas, work_folder
+from spark_jobs.ingest import IngestResult, Input, write_run_record, merge_table_schemas, work_folder
 from spark_jobs.layout import path_part
 from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import materialize
@@ -380,7 +380,7 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
         seconds=time.monotonic() - clock, source=source_key, ends={image.name: image.stat().st_size},
         started=started.isoformat(), kind=RUN_KIND,
     )
-    _write_run_record(out, record)
+    write_run_record(out, record)
     publish.write_atomically(out / publish.CHECKPOINT, json.dumps(new_checkpoint, indent=1, sort_keys=True))
     publish.commit(root, out, run_id)
     shutil.rmtree(work, ignore_errors=True)

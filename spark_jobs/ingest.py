@@ -291,7 +291,8 @@ def _materialize_tables(
         return {f"{database}.{table}": future.result() for (database, table), future in sorted(futures)}
 
 
-def _write_run_record(out: Path, result: IngestResult) -> None:
+def write_run_record(out: Path, result: IngestResult) -> None:
+    """The run record (``metadata/runs``, one row) of ``result`` in the run's output folder ``out``."""
     record = {
         "run_id": result.run_id,
         "source": result.source,
@@ -529,7 +530,7 @@ def _commit_run(root: Path, work: Path, result: IngestResult) -> None:
     if result.quality is not None and not result.quality["success"]:
         raise QualityFailed(run_id, result.quality)
     out = work / "out"
-    _write_run_record(out, result)
+    write_run_record(out, result)
     if result.kind == "backfill":  # its day partitions replace the old ones; the checkpoint stays
         publish.commit(root, out, run_id, replaced=publish.REPLACED_FOLDERS + (publish.DAY_PARTITIONS,))
     else:
