@@ -154,10 +154,11 @@ Limits, each a consequence of what the staged rows do not say:
 * A before-image does not record which columns it carried, so a null non-key
   value in it is not used: a FULL delete of a key with no previous state names
   its NULL columns incomplete.
-* A ``current`` row does not record its table version: as a previous state it
-  knows every column of the ``current`` table except its ``_incomplete_columns``,
-  so a column one version dropped and a later one added again reads as a known
-  NULL for the rows no change touched in between.
+* A table that returns to an earlier shape (a column dropped, then added again
+  with the same definition) gets that shape's ``_schema_id`` back: the rows of
+  ``current`` last changed under the earlier shape look like the latest version,
+  are not carried, and keep the values they had, where the server gave the
+  column added again its DEFAULT.
 * Without a primary key, a MINIMAL insert that leaves columns out (their DEFAULTs
   unknown) cannot be found by later before-images, which hold those DEFAULTs; its
   row stays in ``current`` beside the updated one. Float keys that are NaN never
