@@ -269,7 +269,8 @@ def _materialize_tables(
     leave idle, and the longest table is not the last to start. A table is cut into buckets (fold
     tasks) only where it holds more than one slot's share of the run's row changes."""
 
-    versions = merge_table_schemas(_published_rows(root, "table_schemas"), _staged_rows(decoded.table_schemas))
+    published = _published_rows(root, "table_schemas")
+    versions = merge_table_schemas(published, _staged_rows(decoded.table_schemas))
     history = _published_rows(root, schema_history.SCHEMA_CHANGES) + _staged_rows(decoded.schema_changes)
 
     def one(table_key: tuple[str, str], images: list[str]) -> int:
@@ -277,7 +278,7 @@ def _materialize_tables(
         done = materialize(
             spark, images, database=database, table=table, key_columns=keys.get(table_key),
             current=table_folder(root, "current", database, table), target=str(out), run_name=run_id,
-            slot_rows=slot_rows, lineage=version_lineage.table_lineage(versions, history, database, table),
+            slot_rows=slot_rows, lineage=version_lineage.table_lineage(versions, history, database, table, published),
         )
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
         return done.changes_rows

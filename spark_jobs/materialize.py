@@ -202,7 +202,7 @@ from binlog_codec.arrow import BEFORE_PREFIX
 
 from .gc_pause import paused_gc
 from . import image_files, parquet_encoding, tasks
-from .version_lineage import FromColumn, TableLineage, Unknown, Value
+from .version_lineage import FromColumn, TableLineage, Unknown, Value, VersionKey
 from .layout import table_folder
 
 log = logging.getLogger(__name__)
@@ -214,7 +214,8 @@ DIFFS = "_partial_diffs"
 UNREPRESENTABLE, INCOMPLETE, COMMIT_TS = "_unrepresentable", "_incomplete_columns", "_commit_ts"
 INNER_OFFSET = "_binlog_inner_offset"
 SCHEMA_ID = "_schema_id"
-ORDER = ("_binlog_seq", "_binlog_file", "_binlog_pos", INNER_OFFSET, "_row_index")
+SEQ, FILE, POS = "_binlog_seq", "_binlog_file", "_binlog_pos"
+ORDER = (SEQ, FILE, POS, INNER_OFFSET, "_row_index")
 COMMIT_DATE = "commit_date"
 INSERTS, UPDATE, DELETE = ("c", "r"), "u", "d"
 
@@ -618,13 +619,10 @@ class _Fold:
         self.settled = np.zeros(self.n, dtype=bool)  # rows the row loop skips: their output is set at once
         self.settled_final = np.zeros(self.n, dtype=bool)  # those of them that are their key's latest row
         self.out_stale: dict[int, set[int]] = {}
-        self.schema_ids: list[str | None] | None = None  # per row, its _schema_id (only with a lineage)
-        if plan.lineage is not None and plan.lineage.between and SCHEMA_ID in table.column_names:
-            ids = table.column(SCHEMA_ID)
-            ids = pc.cast(ids, pa.string()) if pa.types.is_dictionary(ids.type) else ids
-            encoded = pc.dictionary_encode(ids.combine_chunks())
-            names = encoded.dictionary.to_pylist() + [None]
-            self.schema_ids = [names[code] for code in encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)]
+        self.version_keys: list[VersionKey] | None = None  # per row, its table version (only with a lineage)
+        if plan.lineage is not None and SCHEMA_ID in table.column_names:
+            codes, keys = row_versions(table, plan.lineage)
+            self.version_keys = [keys[code] for code in codes.tolist()]
 
     # -- inputs ---------------------------------------------------------------
 
@@ -683,14 +681,15 @@ class _Fold:
 
     def _previous(self, entry: _Entry | None, version: int, r: int = -1) -> tuple[list[int], set[int]]:
         """A state's pointers and stale columns in ``version`` (columns it lacks: null), carried
-        through the DDL between its ``_schema_id`` and row ``r``'s where the lineage knows it;
+        through the DDL between its table version and row ``r``'s where the lineage knows it;
         none: unknown."""
         if entry is None:
             return [-1] * self.m, set()
-        if self.schema_ids is not None and r >= 0:
-            way = self.plan.lineage.between.get((self.schema_ids[entry.out], self.schema_ids[r]))
+        if self.version_keys is not None and r >= 0:
+            later = self.version_keys[r]
+            way = self.plan.lineage.way(self.version_keys[entry.out], later)
             if way is not None:
-                return self._carried(entry, self.plan.lineage.columns_of[self.schema_ids[r]], way)
+                return self._carried(entry, self.plan.lineage.columns_of[later[0]], way)
         if entry.version == version:
             return entry.pointers[:], set(entry.stale)
         mask = self.version_masks[version]
@@ -1102,6 +1101,24 @@ def _cast_or_none(values: pa.ChunkedArray, kind: pa.DataType) -> pa.Array | None
         return None
 
 
+def row_versions(rows: pa.Table, lineage: TableLineage) -> tuple[np.ndarray, list[VersionKey]]:
+    """Per row, the number of its table version in the list returned: its ``_schema_id`` in the
+    epoch of its log position (:meth:`~spark_jobs.version_lineage.TableLineage.row_epochs`)."""
+    ids = rows.column(SCHEMA_ID)
+    ids = pc.cast(ids, pa.string()) if pa.types.is_dictionary(ids.type) else ids
+    encoded = pc.dictionary_encode(ids.combine_chunks()) if rows.num_rows else pa.array([], pa.dictionary(pa.int32(), pa.string()))
+    names = encoded.dictionary.to_pylist() + [None]
+    id_codes = encoded.indices.fill_null(len(names) - 1).to_numpy(zero_copy_only=False).astype(np.int64)
+    published = np.zeros(len(id_codes), dtype=bool)
+    if lineage.published is not None and lineage.published[0] in names:
+        published = id_codes == names.index(lineage.published[0])
+    epochs = lineage.row_epochs(published, rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(),
+                                rows.column(POS).to_pylist())
+    width = int(epochs.max(initial=0)) + 1
+    distinct, codes = np.unique(id_codes * width + epochs, return_inverse=True)
+    return codes.reshape(-1), [(names[pair // width], int(pair % width)) for pair in distinct.tolist()]
+
+
 def in_latest_version(rows: pa.Table, lineage: TableLineage | None) -> pa.Table:
     """The latest rows of a table (image columns, then change columns) as the server reads them after
     the DDL logged since each row's version: per :class:`~spark_jobs.version_lineage.TableLineage`,
@@ -1116,17 +1133,14 @@ def in_latest_version(rows: pa.Table, lineage: TableLineage | None) -> pa.Table:
     ids = rows.column(SCHEMA_ID)
     if pa.types.is_dictionary(ids.type):
         ids = pc.cast(ids, ids.type.value_type)
-    masks = {}
-    for version in lineage.sources:
-        mask = pc.fill_null(pc.equal(ids, pa.scalar(version, ids.type)), False).combine_chunks() if len(ids) else None
-        if mask is not None and pc.any(mask).as_py():
-            masks[version] = mask
+    codes, keys = row_versions(rows, lineage)
+    masks = {key: pa.array(codes == code) for code, key in enumerate(keys) if key != lineage.latest_key}
     columns = {name: rows.column(name).combine_chunks() for name in lineage.columns}
-    unknown: dict[str, list[str]] = {}  # per version, the latest columns it cannot know
-    renames: dict[str, dict[str, str]] = {}  # per version, old name -> latest name
+    unknown: dict[VersionKey, list[str]] = {}  # per version, the latest columns it cannot know
+    renames: dict[VersionKey, dict[str, str]] = {}  # per version, old name -> latest name
     for version, mask in masks.items():
         unknown[version], renames[version] = [], {}
-        for name, source in zip(lineage.columns, lineage.sources[version]):
+        for name, source in zip(lineage.columns, lineage.to_latest(version)):
             kind = types[name]
             if isinstance(source, FromColumn) and source.name in rows.column_names:
                 values = _cast_or_none(rows.column(source.name), kind)
@@ -1149,7 +1163,7 @@ def in_latest_version(rows: pa.Table, lineage: TableLineage | None) -> pa.Table:
     arrays = [columns[name] for name in lineage.columns]
     fields = [pa.field(name, types[name]) for name in lineage.columns]
     position = {name: at for at, name in enumerate(lineage.columns)}
-    row_version: dict[int, str] = {}
+    row_version: dict[int, VersionKey] = {}
     for version, mask in masks.items():
         for r in np.flatnonzero(mask.to_numpy(zero_copy_only=False)).tolist():
             row_version[r] = version
@@ -1196,7 +1210,9 @@ def in_latest_version(rows: pa.Table, lineage: TableLineage | None) -> pa.Table:
         index = np.arange(rows.num_rows)
         index[chosen] = rows.num_rows + np.arange(len(chosen))
         present = _joined(present.chunks + [pa.array(given, present.type)], present.type).take(pa.array(index))
-    latest_ids = pc.if_else(pc.is_in(ids, value_set=pa.array(list(masks), ids.type)), pa.scalar(lineage.latest, ids.type), ids)
+    carried = np.zeros(rows.num_rows, dtype=bool)
+    carried[converted] = True
+    latest_ids = pc.if_else(pa.array(carried), pa.scalar(lineage.latest, ids.type), ids)
     computed = {
         INCOMPLETE: _sparse_lists(rows.num_rows, incomplete, rows.schema.field(INCOMPLETE).type),
         UNREPRESENTABLE: _sparse_lists(rows.num_rows, unrepresentable, rows.schema.field(UNREPRESENTABLE).type),

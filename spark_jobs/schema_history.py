@@ -97,7 +97,7 @@ CREATED, CREATED_LIKE, ALTERED, RENAMED = "created", "created_like", "altered", 
 DROPPED, TRUNCATED, DATABASE_DROPPED, NOT_UNDERSTOOD = "dropped", "truncated", "database_dropped", "not_understood"
 KINDS = (CREATED, CREATED_LIKE, ALTERED, RENAMED, DROPPED, TRUNCATED, DATABASE_DROPPED, NOT_UNDERSTOOD)
 # Kinds that give a table the shape its later rows have (a TRUNCATE keeps the shape).
-_SHAPING = frozenset(KINDS) - {TRUNCATED}
+SHAPING = frozenset(KINDS) - {TRUNCATED}
 _STATEMENT_TYPES = frozenset(int(event_type) for event_type in STATEMENTS)
 _ENDINGS = ("COMMIT", "ROLLBACK", "XA ")
 # First words of the statements that end a transaction or change rows: never parsed.
@@ -373,7 +373,7 @@ def _shaping_changes(changes: Iterable[dict[str, Any]]) -> dict[tuple[str | None
     """Per table, the changes that shaped it, in log order."""
     found: dict[tuple[str | None, str], list[tuple[tuple, dict]]] = {}
     for row in changes:
-        if row["change"] not in _SHAPING:
+        if row["change"] not in SHAPING:
             continue
         place = _order(row["_binlog_seq"], row["_binlog_file"], row["_binlog_pos"])
         for name in _names_after(row):

@@ -2,33 +2,40 @@
 
 A row of ``current`` whose key was last changed before an ALTER TABLE holds the columns of its
 version; on the server the ALTER rewrote it: an added column got its DEFAULT, a renamed column
-kept its values under the new name, a dropped column went. :func:`table_lineage` finds, per table,
-its versions in log order (``metadata/table_schemas`` rows, by first position) and the schema
-changes logged between each two (``metadata/schema_changes`` rows), applies those statements
-(:func:`binlog_codec.ddl.parse`, :func:`binlog_codec.schema_apply.apply`) to a model of the older
-version built from its columns, and says for each column of the latest version where a row of
-each older version takes its value (:class:`FromColumn`, :class:`Value`, :class:`Unknown`).
+kept its values under the new name, a dropped column went. :func:`table_lineage` takes, per table,
+its versions (``metadata/table_schemas`` rows) and its schema changes in log order
+(``metadata/schema_changes`` rows). The schema changes cut the log into *epochs*; a row holds
+the version of its ``_schema_id`` in the epoch its change was logged in (:data:`VersionKey`), so
+that a table that returns to an earlier shape (a column dropped, then added again) does not
+pass for its old self. From one version to a later one, :class:`TableLineage` applies the
+statements logged between their epochs (:func:`binlog_codec.ddl.parse`,
+:func:`binlog_codec.schema_apply.apply`) to a model of the older version built from its columns,
+and says for each column of the later version where a row of the older one takes its value
+(:class:`FromColumn`, :class:`Value`, :class:`Unknown`).
 
 Where the changes between two versions cannot be followed exactly (none logged in the log read,
 a statement not understood, a CREATE or RENAME TABLE in between, a model the statements do not
 fit, a type change that is not a widening, a DEFAULT whose value is not exactly known in the
-column's Arrow type), that version has no lineage and its rows are left as they are.
+column's Arrow type), the older version keeps its columns by name and the others are unknown.
 """
-
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+import bisect
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any, Iterable, Union
+
+import numpy as np
 
 from binlog_codec import column_lineage, ddl, schema_apply
 from binlog_codec.column_default import Literal
 from binlog_codec.schema_change import TableAltered
 from binlog_codec.table_model import ColumnModel, TableModel
 
-ALTERED = "altered"
+from .schema_history import ALTERED, DATABASE_DROPPED, SHAPING
+
 
 
 @dataclass(frozen=True)
@@ -55,22 +62,112 @@ class Unknown:
 Source = Union[FromColumn, Value, Unknown]
 
 
-@dataclass(frozen=True)
-class TableLineage:
-    """The latest version of a table (its id and column names, in order) and, per older version
-    whose way to it is known, where each latest column's value comes from."""
+# A table version as the rows hold it: its ``_schema_id`` and its epoch, the number of the
+# table's schema changes logged before the row change (:meth:`TableLineage.epoch`). A table that
+# returns to an earlier shape logs the same ``_schema_id`` again: the epoch tells the two apart.
+VersionKey = tuple[str, int]
 
-    latest: str
-    columns: tuple[str, ...]
-    sources: dict[str, tuple[Source, ...]]
-    # Per (older version, later version), where each of the later version's columns
-    # (``columns_of``) takes its value in a row of the older one: how the fold carries a row's
-    # state to the version of the change that follows it.
-    between: dict[tuple[str, str], tuple[Source, ...]] = field(default_factory=dict)
-    columns_of: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # The columns (old and new names) an ALTER turned from a number into text: the server wrote
-    # each integer or DECIMAL as its decimal text, which is Arrow's cast of the value to a string.
-    as_text: frozenset[str] = frozenset()
+
+class TableLineage:
+    """The versions of a table and the schema changes logged between them: where each column
+    of a later version takes its value in a row of an earlier one (:meth:`way`), and of the
+    latest version in particular (:meth:`to_latest`).
+
+    ``latest``: the latest version's ``_schema_id`` (the one whose row change was logged last);
+    ``published``: the latest version as of the warehouse before the run. Each run carries the
+    rows of ``current`` to its latest version, keeping their log positions; so a row of that
+    ``_schema_id`` holds that version, whatever the epoch of its position (:meth:`epochs`).
+    ``columns``: its column names in order; ``columns_of``: each version's; ``as_text``: the
+    columns (old and new names) an ALTER turned from a number into text -- the server wrote each
+    integer or DECIMAL as its decimal text, which is Arrow's cast of the value to a string.
+    """
+
+    def __init__(self, versions: dict[str, dict], changes: list[dict], latest: str,
+                 published: VersionKey | None = None) -> None:
+        self._versions, self._changes = versions, changes
+        self._boundaries = [_order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]) for r in changes]
+        self.latest, self.latest_key = latest, (latest, self.epoch(_last(versions[latest])))
+        self.published = published
+        self.columns_of = {schema_id: tuple(c["name"] for c in v["columns"]) for schema_id, v in versions.items()}
+        self.columns = self.columns_of[latest]
+        self._ways: dict[tuple[VersionKey, VersionKey], tuple[Source, ...] | None] = {}
+        self._textual: set[str] = set()
+        for old, new in _neighbours(self._candidates()):
+            self.way(old, new)
+        for old in self._candidates():
+            self.way(old, self.latest_key)
+        self.as_text = frozenset(self._textual)
+
+    def epoch(self, position: tuple) -> int:
+        """The epoch of a row change logged at ``position`` (``_order``'s tuple)."""
+        return bisect.bisect_right(self._boundaries, position)
+
+    def epochs(self, seqs: list, files: list, positions: list) -> np.ndarray:
+        """The epoch of each row change, from its ``_binlog_seq``, ``_binlog_file`` and ``_binlog_pos``."""
+        if not self._boundaries:
+            return np.zeros(len(positions), dtype=np.int64)
+        if None not in seqs and all(seq is not None for seq, _, _ in self._boundaries):
+            # One integer per position (a file's offsets stay far below 2**40): one sorted search.
+            bounds = np.array([(seq << 40) + pos for seq, _, pos in self._boundaries], dtype=np.int64)
+            return np.searchsorted(bounds, (np.array(seqs, dtype=np.int64) << 40) + np.array(positions, dtype=np.int64),
+                                   side="right")
+        return np.fromiter((self.epoch(_order(seq, file, pos)) for seq, file, pos in zip(seqs, files, positions)),
+                           dtype=np.int64, count=len(positions))
+
+    def row_epochs(self, schema_ids: np.ndarray, seqs: list, files: list, positions: list) -> np.ndarray:
+        """The epoch of the version each row holds: its position's, or for a row of the
+        ``published`` version's ``_schema_id`` at least that version's (``schema_ids``: per row,
+        whether it has that id)."""
+        epochs = self.epochs(seqs, files, positions)
+        if self.published is not None:
+            epochs = np.where(schema_ids, np.maximum(epochs, self.published[1]), epochs)
+        return epochs
+
+    def _candidates(self) -> list[VersionKey]:
+        """The versions the rows may hold: each ``_schema_id`` in each epoch its row changes span."""
+        found = []
+        for schema_id, version in self._versions.items():
+            first, last = self.epoch(_first(version)), self.epoch(_last(version))
+            found += [(schema_id, epoch) for epoch in range(first, max(first, last) + 1)]
+        return sorted(found, key=lambda key: (key[1], _first(self._versions[key[0]])))
+
+    def way(self, old: VersionKey, new: VersionKey) -> tuple[Source, ...] | None:
+        """Per column of version ``new``, its source in a row of version ``old`` logged before it,
+        through the schema changes logged between their epochs; None: not followed exactly (or
+        the same version)."""
+        if old == new or old[0] not in self._versions or new[0] not in self._versions:
+            return None
+        if (old, new) not in self._ways:
+            textual: set[str] = set()
+            step = _step(self._versions[old[0]], self._versions[new[0]], self._changes[old[1]:new[1]], textual)
+            if step is not None:
+                self._textual |= textual
+            self._ways[old, new] = None if step is None else tuple(step[name] for name in self.columns_of[new[0]])
+        return self._ways[old, new]
+
+    def to_latest(self, old: VersionKey) -> tuple[Source, ...]:
+        """Per latest column, its source in a row of version ``old``; where the way is not known:
+        its own columns by name, the others unknown."""
+        way = self.way(old, self.latest_key)
+        if way is not None:
+            return way
+        own = set(self.columns_of.get(old[0], ()))
+        return tuple(FromColumn(name) if name in own else Unknown("no DDL known between the versions")
+                     for name in self.columns)
+
+
+def _first(version: dict) -> tuple:
+    return _order(version["first_seq"], version["first_file"], version["first_pos"])
+
+
+def _last(version: dict) -> tuple:
+    if version.get("last_pos") is None:
+        return _first(version)
+    return _order(version["last_seq"], version["last_file"], version["last_pos"])
+
+
+def _neighbours(keys: list[VersionKey]) -> list[tuple[VersionKey, VersionKey]]:
+    return list(zip(keys, keys[1:]))
 
 
 def _order(seq: Any, file: Any, pos: Any) -> tuple:
@@ -142,6 +239,8 @@ def arrow_value(value: Any, column: dict) -> tuple[bool, Any]:
 
 
 def _integer_text(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else None
     if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
@@ -166,7 +265,8 @@ def _carried(old: dict, new: dict) -> bool:
         return False
 
 
-_NUMBERS = frozenset("tinyint smallint mediumint int integer bigint decimal numeric".split())
+_INTEGERS = frozenset("tinyint smallint mediumint int integer bigint".split())
+_NUMBERS = _INTEGERS | {"decimal", "numeric"}
 _TEXTS = frozenset("varchar char text tinytext mediumtext longtext".split())
 
 
@@ -179,6 +279,31 @@ def as_text(old: dict, new: dict) -> bool:
     text exactly as Arrow casts them to a string: an integer or DECIMAL into a character type."""
     return _base(old) in _NUMBERS and _base(new) in _TEXTS and new["arrow_type"] == "string" and (
         old["arrow_type"] in _INTEGER_RANGES or old["arrow_type"].startswith("decimal128("))
+
+
+_SQL_DECIMAL = re.compile(r"(?:DECIMAL|NUMERIC)\((\d+)(?:,\s*(\d+))?\)")
+
+
+def converted_default(value: Any, old_type: str, new_type: str) -> tuple[str, Any]:
+    """A DEFAULT value of a column of SQL type ``old_type`` (as the model writes it) after a
+    MODIFY/CHANGE to ``new_type``: ("value", v) where the server's conversion is known (an
+    integer type widened: the same number; an integer or DECIMAL(p,s) into a character type: its
+    decimal text, with the s digits DECIMAL keeps), else ("unknown", why)."""
+    old_base, new_base = old_type.split("(")[0].split()[0].lower(), new_type.split("(")[0].split()[0].lower()
+    number = _integer_text(value) if old_base in _INTEGERS else None
+    if old_base in _INTEGERS and new_base in _INTEGERS and number is not None:
+        return "value", number
+    if new_base in _TEXTS and old_base in _INTEGERS and number is not None:
+        return "value", str(number)
+    found = _SQL_DECIMAL.fullmatch(old_type.upper().replace(" UNSIGNED", "").replace(" ZEROFILL", ""))
+    if new_base in _TEXTS and found and isinstance(value, (int, Decimal, str)):
+        try:
+            exact = Decimal(value).quantize(Decimal(1).scaleb(-int(found.group(2) or 0)))
+        except InvalidOperation:
+            exact = None
+        if exact is not None and exact.is_finite() and len(exact.as_tuple().digits) <= int(found.group(1)):
+            return "value", str(exact)
+    return "unknown", f"a DEFAULT converted from {old_type} to {new_type}"
 
 
 def _step(old: dict, new: dict, changes: list[dict], textual: set[str]) -> dict[str, Source] | None:
@@ -219,7 +344,7 @@ def _step(old: dict, new: dict, changes: list[dict], textual: set[str]) -> dict[
             else:
                 earlier = sources.get(source.old_name.casefold(), ("unknown", "not followed"))
                 if isinstance(source, column_lineage.TypeChanged) and earlier[0] == "value":
-                    earlier = ("unknown", f"a DEFAULT converted from {source.old_type} to {source.new_type}")
+                    earlier = converted_default(earlier[1], source.old_type, source.new_type)
                 following[key] = earlier
         sources = following
     result: dict[str, Source] = {}
@@ -240,73 +365,32 @@ def _step(old: dict, new: dict, changes: list[dict], textual: set[str]) -> dict[
     return result
 
 
-def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: str, table: str) -> TableLineage | None:
-    """The lineage of ``database.table`` from its versions (``table_schemas`` rows of every run)
-    and schema changes (``schema_changes`` rows); None when it has one version or none."""
-    versions = list(versions)
-    mine = sorted((v for v in versions if v["database"] == database and v["table"] == table and v["first_pos"] is not None),
-                  key=lambda v: _order(v["first_seq"], v["first_file"], v["first_pos"]))
-    if len(mine) < 2:
+def _of(versions: Iterable[dict], database: str, table: str) -> dict[str, dict]:
+    return {v["schema_id"]: v for v in versions
+            if v["database"] == database and v["table"] == table and v["first_pos"] is not None}
+
+
+def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: str, table: str,
+                  published: Iterable[dict] = ()) -> TableLineage | None:
+    """The lineage of ``database.table`` from its versions (``table_schemas`` rows of every run),
+    schema changes (``schema_changes`` rows) and the versions the warehouse held before the run
+    (``published``, the ``table_schemas`` rows of the runs before); None when it has one version
+    and no schema change after its first row change, or no version."""
+    mine = _of(versions, database, table)
+    if not mine:
         return None
     rows = sorted(
-        (r for r in changes if r["database"] == database and r["table"] == table and r["change"] != "truncated"),
+        (r for r in changes if r["database"] == database and r["change"] in SHAPING
+         and (r["table"] == table or r["table"] is None and r["change"] == DATABASE_DROPPED)),
         key=lambda r: _order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]),
     )
-    steps, textual = [], set()
-    for old, new in zip(mine, mine[1:]):
-        start = _order(old["first_seq"], old["first_file"], old["first_pos"])
-        end = _order(new["first_seq"], new["first_file"], new["first_pos"])
-        logged = [r for r in rows if start < _order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]) < end]
-        found_text: set[str] = set()
-        steps.append(step := _step(old, new, logged, found_text))
-        if step is not None:
-            textual |= found_text
-    columns_of = {v["schema_id"]: tuple(c["name"] for c in v["columns"]) for v in mine}
-    between: dict[tuple[str, str], tuple[Source, ...]] = {}
-    for target in range(1, len(mine)):
-        for old_id, sources in _ways_to(mine, steps, target).items():
-            between[(old_id, mine[target]["schema_id"])] = sources
-    latest = mine[-1]
-    found = {old: sources for (old, new), sources in between.items() if new == latest["schema_id"]}
-    return TableLineage(latest["schema_id"], columns_of[latest["schema_id"]], found, between, columns_of,
-                        frozenset(textual))
-
-
-def _in(source: Source, column: dict) -> Source:
-    """``source`` for ``column`` of a later version: a DEFAULT given in an earlier version, in the
-    column's type now (a number a later ALTER turned into text: its decimal text, as the server
-    wrote it); unknown where that is not exact."""
-    if not isinstance(source, Value) or source.value is None:
-        return source
-    value = source.value
-    if column["arrow_type"] == "string" and isinstance(value, (int, Decimal)) and not isinstance(value, bool):
-        value = str(value)
-    if isinstance(value, datetime):
-        return source if column["arrow_type"] == "timestamp[us]" else Unknown(f"DEFAULT {value} as {column['sql_type']}")
-    if isinstance(value, date):
-        if column["arrow_type"] == "date32[day]":
-            return source
-        if column["arrow_type"] == "timestamp[us]":  # DATE widened to DATETIME: midnight
-            return Value(datetime(value.year, value.month, value.day))
-        return Unknown(f"DEFAULT {value} as {column['sql_type']}")
-    exact, converted = arrow_value(value, column)
-    return Value(converted) if exact else Unknown(f"DEFAULT {source.value!r} as {column['sql_type']}")
-
-
-def _ways_to(mine: list[dict], steps: list, target: int) -> dict[str, tuple[Source, ...]]:
-    """Per version before ``mine[target]``, where each of its columns takes its value; a version
-    whose way is not known: its own columns by name, the others unknown."""
-    names = tuple(c["name"] for c in mine[target]["columns"])
-    columns = {c["name"]: c for c in mine[target]["columns"]}
-    found: dict[str, tuple[Source, ...]] = {}
-    to_target: dict[str, Source] | None = {name: FromColumn(name) for name in names}
-    for old, step in zip(reversed(mine[:target]), reversed(steps[:target])):
-        if step is None or to_target is None:
-            break
-        to_target = {name: step[via.name] if isinstance(via, FromColumn) else via for name, via in to_target.items()}
-        found.setdefault(old["schema_id"], tuple(_in(to_target[name], columns[name]) for name in names))
-    for old in mine[:target]:
-        own = {c["name"] for c in old["columns"]}
-        found.setdefault(old["schema_id"], tuple(
-            FromColumn(name) if name in own else Unknown("no DDL known between the versions") for name in names))
-    return found
+    latest = max(mine.values(), key=_last)
+    boundaries = [_order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]) for r in rows]
+    if len(mine) == 1 and bisect.bisect_right(boundaries, _first(latest)) == len(boundaries):
+        return None  # every row holds the one version, in the one epoch since its last change
+    before = _of(published, database, table)
+    lineage = TableLineage(mine, rows, latest["schema_id"])
+    if before:
+        newest = max(before.values(), key=_last)
+        lineage.published = (newest["schema_id"], lineage.epoch(_last(newest)))
+    return lineage

@@ -18,10 +18,10 @@ def column(name: str, sql_type: str, arrow_type: str, nullable: bool = True, **e
 ID = column("id", "int", "int32", False)
 
 
-def version(schema_id: str, pos: int, *columns: dict, table: str = "t") -> dict:
+def version(schema_id: str, pos: int, *columns: dict, table: str = "t", last: int | None = None) -> dict:
     return {"schema_id": schema_id, "database": "db", "table": table, "columns": [ID, *columns],
             "primary_key": [{"column": "id", "prefix": 0}], "first_seq": 1, "first_file": "b.000001",
-            "first_pos": pos}
+            "first_pos": pos, "last_seq": 1, "last_file": "b.000001", "last_pos": last or pos}
 
 
 def altered(statement: str, pos: int, table: str = "t") -> dict:
@@ -64,24 +64,43 @@ def test_added_renamed_and_dropped_columns_lead_to_the_latest_version():
     ]
     lineage = table_lineage(versions, changes, "db", "t")
     assert lineage.latest == "v3" and lineage.columns == ("id", "b2", "e", "ts")
-    first, second = lineage.sources["v1"], lineage.sources["v2"]
+    assert lineage.latest_key == ("v3", 4)  # four schema changes logged before its rows
+    first, second = lineage.to_latest(("v1", 0)), lineage.to_latest(("v2", 1))
     assert first[:3] == (FromColumn("id"), FromColumn("b"), Value("dflt")) and isinstance(first[3], Unknown)
     assert second[:3] == (FromColumn("id"), FromColumn("b2"), FromColumn("e")) and isinstance(second[3], Unknown)
-    assert lineage.between[("v1", "v2")] == (FromColumn("id"), FromColumn("a"), FromColumn("b"), FromColumn("c"),
-                                             Value("dflt"))
+    assert lineage.way(("v1", 0), ("v2", 1)) == (FromColumn("id"), FromColumn("a"), FromColumn("b"), FromColumn("c"),
+                                                 Value("dflt"))
+    assert lineage.way(("v2", 1), ("v2", 1)) is None  # the same version: nothing to carry
+
+
+def test_a_table_back_in_an_earlier_shape_is_told_apart_by_the_changes_between():
+    a, b = column("a", "int", "int32"), column("b", "varchar(20)", "string")
+    versions = [version("v1", 100, a, b, last=500), version("v2", 300, a)]
+    changes = [altered("ALTER TABLE t DROP COLUMN b", 200),
+               altered("ALTER TABLE t ADD COLUMN b VARCHAR(20) DEFAULT 'back'", 400)]
+    lineage = table_lineage(versions, changes, "db", "t")
+    assert lineage.latest == "v1" and lineage.latest_key == ("v1", 2)
+    assert [lineage.epoch((1, "b.000001", pos)) for pos in (100, 300, 500)] == [0, 1, 2]
+    assert lineage.to_latest(("v1", 0)) == (FromColumn("id"), FromColumn("a"), Value("back"))
+    assert lineage.to_latest(("v2", 1)) == (FromColumn("id"), FromColumn("a"), Value("back"))
+    assert list(lineage.epochs([1, 1, 1], ["b.000001"] * 3, [100, 300, 500])) == [0, 1, 2]
+    # a file without a number sorts first, as in every log order of the warehouse
+    assert list(lineage.epochs([None, 1], ["b.000001"] * 2, [250, 450])) == [0, 2]
 
 
 def test_without_the_ddl_between_two_versions_the_older_keeps_its_columns_by_name():
     a, e = column("a", "int", "int32"), column("e", "varchar(10)", "string", False)
     lineage = table_lineage([version("v1", 100, a), version("v2", 300, a, e)], [], "db", "t")
-    assert lineage.sources["v1"][:2] == (FromColumn("id"), FromColumn("a")) and isinstance(lineage.sources["v1"][2], Unknown)
+    sources = lineage.to_latest(("v1", 0))
+    assert sources[:2] == (FromColumn("id"), FromColumn("a")) and isinstance(sources[2], Unknown)
 
 
 def test_a_type_change_that_is_no_widening_is_not_followed():
-    n_int, n_text = column("n", "int", "int32"), column("n", "varchar(20)", "string")
+    n_int, n_text = column("n", "double", "double"), column("n", "varchar(20)", "string")
     lineage = table_lineage([version("v1", 100, n_int), version("v2", 300, n_text)],
                             [altered("ALTER TABLE t MODIFY n VARCHAR(20)", 200)], "db", "t")
-    assert lineage.sources["v1"] == (FromColumn("id"), FromColumn("n"))  # by name: the fold's own rules decide
+    assert lineage.way(("v1", 0), ("v2", 1)) is None
+    assert lineage.to_latest(("v1", 0)) == (FromColumn("id"), FromColumn("n"))  # by name: the fold's own rules decide
 
 
 def test_a_table_of_one_version_has_no_lineage():
@@ -99,7 +118,7 @@ def test_numbers_turned_into_text_are_followed_and_merge_as_text():
     lineage = table_lineage([version("v1", 100, n, k, when), version("v2", 300, n2, k2, when)],
                             [altered("ALTER TABLE t MODIFY n VARCHAR(10) NOT NULL, CHANGE k k3 VARCHAR(20) NOT NULL", 200)],
                             "db", "t")
-    assert lineage.sources["v1"] == (FromColumn("id"), FromColumn("n"), FromColumn("k"), FromColumn("w"))
+    assert lineage.to_latest(("v1", 0)) == (FromColumn("id"), FromColumn("n"), FromColumn("k"), FromColumn("w"))
     assert lineage.as_text == {"n", "k", "k3"}
     tail = [pa.field("_op", pa.string()), pa.field("_present_columns", pa.list_(pa.string())),
             pa.field("_unrepresentable", pa.map_(pa.string(), pa.string()))]
