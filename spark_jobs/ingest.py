@@ -52,7 +52,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -61,7 +61,7 @@ from binlog_codec.arrow import TABLE_SCHEMA
 from spark_jobs import publish, refusals, schema_history, version_lineage
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.expectations import verdict
-from spark_jobs.layout import table_folder
+from spark_jobs.layout import name_of, path_part, table_folder
 from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import materialize
 from spark_jobs.positions import ContinuityError, after_checkpoint
@@ -198,14 +198,30 @@ def discover(source: str | os.PathLike[str], position: dict | None) -> list[Inpu
 
 
 def primary_keys(decoded: DecodeResult) -> dict[tuple[str, str], list[str]]:
-    """Per table, the primary key columns of its latest table version (none: key on every column)."""
+    """Per table of a decoded run, the primary key columns of its latest table version (none: key
+    on every column)."""
+    return latest_keys(_staged_rows(decoded.table_schemas))
+
+
+def latest_keys(versions: Iterable[dict]) -> dict[tuple[str, str], list[str]]:
+    """Per table, the primary key columns of its latest version among ``table_schemas`` rows."""
     keys: dict[tuple[str, str], list[str]] = {}
-    if decoded.table_schemas is None:
-        return keys
-    versions = pq.read_table(decoded.table_schemas).to_pylist()
     for version in sorted(versions, key=lambda v: (v["last_seq"] or 0, v["last_pos"] or 0)):
         keys[(version["database"], version["table"])] = [part["column"] for part in version["primary_key"]]
     return keys
+
+
+def tables_changed(changes: Iterable[dict], root: Path) -> set[tuple[str, str]]:
+    """The tables of the warehouse (those with a ``current`` table) that ``schema_changes`` rows
+    change: the table a row names, every table of a dropped database."""
+    found = set()
+    for row in changes:
+        if row["table"] is not None:
+            found.add((row["database"], row["table"]))
+        elif row["change"] == schema_history.DATABASE_DROPPED and row["database"] is not None:
+            folder = Path(root) / "current" / path_part(row["database"])
+            found |= {(row["database"], name_of(each.name)) for each in folder.glob("*") if each.is_dir()}
+    return {key for key in found if any(Path(table_folder(root, "current", *key)).glob("*.parquet"))}
 
 
 def _copy_metadata(decoded: DecodeResult, root: Path, out: Path, run_id: str) -> None:
@@ -260,18 +276,21 @@ def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
     ))
 
 
-def _materialize_tables(
-    spark, decoded: DecodeResult, keys: dict[tuple[str, str], list[str]], root: Path, out: Path, run_id: str
-) -> dict[str, int]:
+def _materialize_tables(spark, decoded: DecodeResult, root: Path, out: Path, run_id: str) -> dict[str, int]:
     """Every table of the run materialized into ``out``; changes per table. Tables are submitted
     from several driver threads at once (up to twice the Spark slots), the largest first, so that
     Spark runs one table's tasks in the slots another table's driver-side steps or last tasks
     leave idle, and the longest table is not the last to start. A table is cut into buckets (fold
-    tasks) only where it holds more than one slot's share of the run's row changes."""
+    tasks) only where it holds more than one slot's share of the run's row changes. A table of the
+    warehouse a schema change of the run changes is materialized too, without row changes: its
+    ``current`` follows the change."""
 
     published = _published_rows(root, "table_schemas")
     versions = merge_table_schemas(published, _staged_rows(decoded.table_schemas))
-    history = _published_rows(root, schema_history.SCHEMA_CHANGES) + _staged_rows(decoded.schema_changes)
+    staged_changes = _staged_rows(decoded.schema_changes)
+    history = _published_rows(root, schema_history.SCHEMA_CHANGES) + staged_changes
+    keys = latest_keys(versions)
+    images = {key: [] for key in tables_changed(staged_changes, root)} | decoded.images
 
     def one(table_key: tuple[str, str], images: list[str]) -> int:
         database, table = table_key
@@ -283,7 +302,7 @@ def _materialize_tables(
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
         return done.changes_rows
 
-    tables = sorted(decoded.images.items(), key=lambda item: (-decoded.rows.get(item[0], 0), item[0]))
+    tables = sorted(images.items(), key=lambda item: (-decoded.rows.get(item[0], 0), item[0]))
     slots = max(1, spark.sparkContext.defaultParallelism)
     slot_rows = max(1, -(-sum(decoded.rows.values()) // slots))  # one slot's share of the run's row changes
     threads = min(len(tables), 2 * slots)
@@ -410,7 +429,7 @@ def prepare(
     result.bytes = decoded.bytes
     result.ends = {read.file.name: read.resume for read in plan.reads}
     with attempt.step("materialize"):
-        result.rows = _materialize_tables(spark, decoded, primary_keys(decoded), root, work / "out", result.run_id)
+        result.rows = _materialize_tables(spark, decoded, root, work / "out", result.run_id)
         _copy_metadata(decoded, root, work / "out", result.run_id)
     shutil.rmtree(work / "staging", ignore_errors=True)
     result.checkpoint = {**checkpoint, stream: plan.state.to_json()}

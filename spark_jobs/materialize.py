@@ -1101,6 +1101,12 @@ def _cast_or_none(values: pa.ChunkedArray, kind: pa.DataType) -> pa.Array | None
         return None
 
 
+def kept(rows: pa.Table, lineage: TableLineage) -> np.ndarray:
+    """Per row, whether it is still in the table: not last changed before a statement that
+    removed every row (:attr:`~spark_jobs.version_lineage.TableLineage.clearing`)."""
+    return lineage.kept(rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(), rows.column(POS).to_pylist())
+
+
 def row_versions(rows: pa.Table, lineage: TableLineage) -> tuple[np.ndarray, list[VersionKey]]:
     """Per row, the number of its table version in the list returned: its ``_schema_id`` in the
     epoch of its log position (:meth:`~spark_jobs.version_lineage.TableLineage.row_epochs`)."""
@@ -1342,6 +1348,8 @@ def materialize_tables(
     prior = folded.column(PRIOR)
     changes = folded.filter(pc.invert(prior)).drop_columns([FINAL, PRIOR])
     latest = _sorted(folded.filter(folded.column(FINAL)).drop_columns([COMMIT_DATE, FINAL, PRIOR]))
+    if lineage is not None:
+        latest = _where(latest, kept(latest, lineage))
     return FoldResult(changes, in_latest_version(latest, lineage), merged)
 
 
@@ -1675,6 +1683,8 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
         write_parquet(output, f"{table.scratch}/changes/{folder}/{name}", keep=chosen)
     final = _flags(folded, FINAL)
     if final.any() and table.lineage is not None:
+        final &= kept(output, table.lineage)
+    if final.any() and table.lineage is not None:
         latest = _where(output, final)
         latest = latest if _in_order(_order_keys(latest)) else _sorted(latest)
         write_parquet(in_latest_version(latest, table.lineage), f"{table.scratch}/current/{name}")
@@ -1803,6 +1813,11 @@ def materialize(
     started = time.monotonic()
     staged = _schema_groups(staged_files)
     prior_groups = _schema_groups(_parquet_files(current))
+    if prior_groups and lineage is not None and lineage.cleared_since_published:
+        log.info("%s.%s: every row of current removed by %s", database, table, "a statement of the run")
+        if not staged:
+            return _cleared(database, table, prior_groups, lineage, target, run_name, started)
+        prior_groups = []
     versions = [schema for schema, _ in staged + prior_groups]  # the inputs' versions: staged files first
     if not versions:
         raise ValueError(f"{database}.{table}: neither staged files nor a current table")
@@ -1847,6 +1862,20 @@ def materialize(
         database, table, result.changes_rows, len(changes_files), result.current_rows, len(current_files), result.seconds,
     )
     return result
+
+
+def _cleared(database: str, table: str, prior_groups: list, lineage: TableLineage, target: str, run_name: str,
+             started: float) -> MaterializeResult:
+    """The result of a run that removed every row of the table and logged none since: an empty
+    ``current`` in the latest version's columns (the table's own, or, dropped, its last ones)."""
+    merged = merge_schemas([schema for schema, _ in prior_groups], lineage.as_text)
+    folder = table_folder(target, "current", database, table)
+    scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
+    _remove(scratch)
+    write_parquet(latest_schema(merged, lineage).empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
+    current_files = _publish_files(f"{scratch}/current", folder, run_name, replace=True)
+    _remove(scratch)
+    return MaterializeResult(merged, (), True, 0, 0, None, [], current_files, time.monotonic() - started)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -31,10 +31,10 @@ import numpy as np
 
 from binlog_codec import column_lineage, ddl, schema_apply
 from binlog_codec.column_default import Literal
-from binlog_codec.schema_change import TableAltered
+from binlog_codec.schema_change import TableAltered, TableCreated, TableCreatedLike
 from binlog_codec.table_model import ColumnModel, TableModel
 
-from .schema_history import ALTERED, DATABASE_DROPPED, SHAPING
+from .schema_history import ALTERED, CREATED, CREATED_LIKE, DATABASE_DROPPED, DROPPED, RENAMED, SHAPING, TRUNCATED
 
 
 
@@ -74,20 +74,26 @@ class TableLineage:
     latest version in particular (:meth:`to_latest`).
 
     ``latest``: the latest version's ``_schema_id`` (the one whose row change was logged last);
-    ``published``: the latest version as of the warehouse before the run. Each run carries the
-    rows of ``current`` to its latest version, keeping their log positions; so a row of that
-    ``_schema_id`` holds that version, whatever the epoch of its position (:meth:`epochs`).
+    ``published``: the latest version as of the warehouse before the run, whose last row change
+    was logged at ``published_last``. Each run carries the rows of ``current`` to its latest
+    version, keeping their log positions; so a row of that ``_schema_id`` holds that version,
+    whatever the epoch of its position (:meth:`row_epochs`). ``clearing``: where the last
+    statement that removed every row of the table was logged (TRUNCATE, DROP TABLE, DROP
+    DATABASE, a CREATE TABLE without IF NOT EXISTS, a RENAME TABLE of it to another name), None
+    when the log read holds none: a row last changed before it is not in ``current`` (:meth:`kept`).
     ``columns``: its column names in order; ``columns_of``: each version's; ``as_text``: the
     columns (old and new names) an ALTER turned from a number into text -- the server wrote each
     integer or DECIMAL as its decimal text, which is Arrow's cast of the value to a string.
     """
 
     def __init__(self, versions: dict[str, dict], changes: list[dict], latest: str,
-                 published: VersionKey | None = None) -> None:
+                 clearing: tuple | None = None) -> None:
         self._versions, self._changes = versions, changes
-        self._boundaries = [_order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]) for r in changes]
+        self._boundaries = [_position(r) for r in changes]
         self.latest, self.latest_key = latest, (latest, self.epoch(_last(versions[latest])))
-        self.published = published
+        self.published: VersionKey | None = None
+        self.published_last: tuple | None = None
+        self.clearing = clearing
         self.columns_of = {schema_id: tuple(c["name"] for c in v["columns"]) for schema_id, v in versions.items()}
         self.columns = self.columns_of[latest]
         self._ways: dict[tuple[VersionKey, VersionKey], tuple[Source, ...] | None] = {}
@@ -122,6 +128,18 @@ class TableLineage:
         if self.published is not None:
             epochs = np.where(schema_ids, np.maximum(epochs, self.published[1]), epochs)
         return epochs
+
+    def kept(self, seqs: list, files: list, positions: list) -> np.ndarray:
+        """Per row, whether the row change logged there is after :attr:`clearing`."""
+        if self.clearing is None:
+            return np.ones(len(positions), dtype=bool)
+        return np.fromiter((_order(seq, file, pos) > self.clearing for seq, file, pos in zip(seqs, files, positions)),
+                           dtype=bool, count=len(positions))
+
+    @property
+    def cleared_since_published(self) -> bool:
+        """Whether every row of ``current`` before the run was removed by a statement of the run."""
+        return self.clearing is not None and self.published_last is not None and self.clearing > self.published_last
 
     def _candidates(self) -> list[VersionKey]:
         """The versions the rows may hold: each ``_schema_id`` in each epoch its row changes span."""
@@ -376,21 +394,42 @@ def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: s
     schema changes (``schema_changes`` rows) and the versions the warehouse held before the run
     (``published``, the ``table_schemas`` rows of the runs before); None when it has one version
     and no schema change after its first row change, or no version."""
-    mine = _of(versions, database, table)
+    mine, changes = _of(versions, database, table), list(changes)
     if not mine:
         return None
     rows = sorted(
         (r for r in changes if r["database"] == database and r["change"] in SHAPING
          and (r["table"] == table or r["table"] is None and r["change"] == DATABASE_DROPPED)),
-        key=lambda r: _order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]),
+        key=_position,
     )
     latest = max(mine.values(), key=_last)
-    boundaries = [_order(r["_binlog_seq"], r["_binlog_file"], r["_binlog_pos"]) for r in rows]
-    if len(mine) == 1 and bisect.bisect_right(boundaries, _first(latest)) == len(boundaries):
-        return None  # every row holds the one version, in the one epoch since its last change
+    boundaries = [_position(r) for r in changes if r["database"] == database and r["table"] in (table, None)]
+    if len(mine) == 1 and bisect.bisect_right(sorted(boundaries), _first(latest)) == len(boundaries):
+        return None  # one version, and no schema change of the table since its first row change
+    clearing = max((_position(r) for r in changes if _clears(r, database, table)), default=None)
+    lineage = TableLineage(mine, rows, latest["schema_id"], clearing)
     before = _of(published, database, table)
-    lineage = TableLineage(mine, rows, latest["schema_id"])
     if before:
         newest = max(before.values(), key=_last)
-        lineage.published = (newest["schema_id"], lineage.epoch(_last(newest)))
+        lineage.published, lineage.published_last = (newest["schema_id"], lineage.epoch(_last(newest))), _last(newest)
     return lineage
+
+
+def _position(row: dict) -> tuple:
+    return _order(row["_binlog_seq"], row["_binlog_file"], row["_binlog_pos"])
+
+
+def _clears(row: dict, database: str, table: str) -> bool:
+    """Whether the ``schema_changes`` row removed every row of ``database.table``."""
+    if row["database"] != database:
+        return False
+    if row["change"] == DATABASE_DROPPED:
+        return True
+    if row["table"] != table:
+        return False
+    if row["change"] in (TRUNCATED, DROPPED, RENAMED):
+        return True
+    if row["change"] in (CREATED, CREATED_LIKE):  # IF NOT EXISTS: a no-op where the table was there
+        created = ddl.parse(row["statement"], row["database"], sql_mode=row["sql_mode"] or 0)
+        return isinstance(created, (TableCreated, TableCreatedLike)) and not created.if_not_exists
+    return False
