@@ -224,7 +224,7 @@ def tables_changed(changes: Iterable[dict], root: Path) -> set[tuple[str, str]]:
     return {key for key in found if any(Path(table_folder(root, "current", *key)).glob("*.parquet"))}
 
 
-def _copy_metadata(decoded: DecodeResult, root: Path, out: Path, run_id: str) -> None:
+def _copy_metadata(decoded: DecodeResult, schemas: "RunSchemas", out: Path, run_id: str) -> None:
     """The transaction index, the schema changes and the charset checks under names derived from
     the run; the table versions merged with the warehouse's (:func:`merge_table_schemas`) and named
     by their DDL over the whole schema history (:func:`spark_jobs.schema_history.name_versions`),
@@ -240,12 +240,38 @@ def _copy_metadata(decoded: DecodeResult, root: Path, out: Path, run_id: str) ->
         (out / "metadata" / schema_history.SCHEMA_CHANGES).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(decoded.schema_changes,
                         out / "metadata" / schema_history.SCHEMA_CHANGES / Path(decoded.schema_changes).name)
-    if decoded.table_schemas is not None:
-        merged = merge_table_schemas(_published_rows(root, "table_schemas"), _staged_rows(decoded.table_schemas))
-        history = _published_rows(root, schema_history.SCHEMA_CHANGES) + _staged_rows(decoded.schema_changes)
+    if decoded.table_schemas is not None or schemas.derived:
         target = out / "metadata" / "table_schemas" / "table_schemas.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(schema_history.name_versions(merged, history), schema=TABLE_SCHEMA), target)
+        named = schema_history.name_versions(schemas.versions, schemas.history)
+        pq.write_table(pa.Table.from_pylist(named, schema=TABLE_SCHEMA), target)
+
+
+@dataclass(frozen=True)
+class RunSchemas:
+    """The table versions and schema changes of the warehouse with a run's: ``published`` (the
+    ``table_schemas`` rows before the run), ``versions`` (merged with the run's, and with the
+    versions derived from ALTER statements no row change followed, ``derived``), ``history``
+    (every ``schema_changes`` row) and ``staged_changes`` (the run's)."""
+
+    published: list[dict]
+    versions: list[dict]
+    derived: list[dict]
+    history: list[dict]
+    staged_changes: list[dict]
+
+
+def run_schemas(decoded: DecodeResult, root: Path) -> RunSchemas:
+    published = _published_rows(root, "table_schemas")
+    staged_changes = _staged_rows(decoded.schema_changes)
+    history = _published_rows(root, schema_history.SCHEMA_CHANGES) + staged_changes
+    versions = merge_table_schemas(published, _staged_rows(decoded.table_schemas))
+    derived = version_lineage.derived_versions(versions, history)
+    if derived:
+        versions = merge_table_schemas(versions, derived)
+        log.info("table versions derived from ALTER TABLE statements no row change followed: %s",
+                 ", ".join(f"{v['database']}.{v['table']}" for v in derived))
+    return RunSchemas(published, versions, derived, history, staged_changes)
 
 
 def _published_rows(root: Path, table: str) -> list[dict]:
@@ -276,7 +302,8 @@ def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
     ))
 
 
-def _materialize_tables(spark, decoded: DecodeResult, root: Path, out: Path, run_id: str) -> dict[str, int]:
+def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root: Path, out: Path,
+                        run_id: str) -> dict[str, int]:
     """Every table of the run materialized into ``out``; changes per table. Tables are submitted
     from several driver threads at once (up to twice the Spark slots), the largest first, so that
     Spark runs one table's tasks in the slots another table's driver-side steps or last tasks
@@ -285,19 +312,15 @@ def _materialize_tables(spark, decoded: DecodeResult, root: Path, out: Path, run
     warehouse a schema change of the run changes is materialized too, without row changes: its
     ``current`` follows the change."""
 
-    published = _published_rows(root, "table_schemas")
-    versions = merge_table_schemas(published, _staged_rows(decoded.table_schemas))
-    staged_changes = _staged_rows(decoded.schema_changes)
-    history = _published_rows(root, schema_history.SCHEMA_CHANGES) + staged_changes
-    keys = latest_keys(versions)
-    images = {key: [] for key in tables_changed(staged_changes, root)} | decoded.images
+    keys = latest_keys(schemas.versions)
+    images = {key: [] for key in tables_changed(schemas.staged_changes, root)} | decoded.images
 
     def one(table_key: tuple[str, str], images: list[str]) -> int:
         database, table = table_key
         done = materialize(
             spark, images, database=database, table=table, key_columns=keys.get(table_key),
             current=table_folder(root, "current", database, table), target=str(out), run_name=run_id,
-            slot_rows=slot_rows, lineage=version_lineage.table_lineage(versions, history, database, table, published),
+            slot_rows=slot_rows, lineage=version_lineage.table_lineage(schemas.versions, schemas.history, database, table, schemas.published),
         )
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
         return done.changes_rows
@@ -429,8 +452,9 @@ def prepare(
     result.bytes = decoded.bytes
     result.ends = {read.file.name: read.resume for read in plan.reads}
     with attempt.step("materialize"):
-        result.rows = _materialize_tables(spark, decoded, root, work / "out", result.run_id)
-        _copy_metadata(decoded, root, work / "out", result.run_id)
+        schemas = run_schemas(decoded, root)
+        result.rows = _materialize_tables(spark, decoded, schemas, root, work / "out", result.run_id)
+        _copy_metadata(decoded, schemas, work / "out", result.run_id)
     shutil.rmtree(work / "staging", ignore_errors=True)
     result.checkpoint = {**checkpoint, stream: plan.state.to_json()}
     result.start_position = checkpoint.get(stream)

@@ -356,6 +356,17 @@ class MergedSchema:
         return pa.schema([*self.image, *self.changes])
 
 
+def with_latest(schemas: list[pa.Schema], lineage: TableLineage | None) -> list[pa.Schema]:
+    """``schemas``, and where the latest table version has columns none of them has (a version
+    derived from an ALTER no row change followed), a schema of those columns after them."""
+    if lineage is None or not schemas:
+        return schemas
+    names = {each.name for schema in schemas for each in split_schema(schema)[0]}
+    fields = lineage.latest_fields()
+    missing = [each for each in fields or () if each.name not in names]
+    return schemas + [pa.schema(missing + split_schema(schemas[0])[1])] if missing else schemas
+
+
 def merge_schemas(schemas: Sequence[pa.Schema], textual: frozenset[str] = frozenset()) -> MergedSchema:
     """The union of row-change schemas (staged batches and ``current`` tables), see :func:`widen`.
 
@@ -1319,7 +1330,7 @@ def fold_input(
     memory: projected onto the merged schema, tagged with versions, in fold order."""
     inputs = [pa.Table.from_batches([each]) if isinstance(each, pa.RecordBatch) else each for each in staged]
     schemas = ([current.schema] if current is not None else []) + [each.schema for each in inputs]
-    merged = merge_schemas(schemas, lineage.as_text if lineage is not None else frozenset())
+    merged = merge_schemas(with_latest(schemas, lineage), lineage.as_text if lineage is not None else frozenset())
     key, unique = table_keys(key_columns, merged)
     parts = [_tagged(current, merged, 0, True)] if current is not None else []
     parts += [_tagged(each, merged, len(parts) + number, False) for number, each in enumerate(inputs)]
@@ -1822,7 +1833,7 @@ def materialize(
     if not versions:
         raise ValueError(f"{database}.{table}: neither staged files nor a current table")
     try:  # current's column order first
-        merged = merge_schemas([schema for schema, _ in prior_groups + staged],
+        merged = merge_schemas(with_latest([schema for schema, _ in prior_groups + staged], lineage),
                                lineage.as_text if lineage is not None else frozenset())
     except SchemaConflict as exc:
         raise SchemaConflict(

@@ -28,8 +28,10 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Iterable, Union
 
 import numpy as np
+import pyarrow as pa
 
 from binlog_codec import column_lineage, ddl, schema_apply
+from binlog_codec.schema_version import version_after
 from binlog_codec.column_default import Literal
 from binlog_codec.schema_change import TableAltered, TableCreated, TableCreatedLike
 from binlog_codec.table_model import ColumnModel, TableModel
@@ -163,6 +165,12 @@ class TableLineage:
             self._ways[old, new] = None if step is None else tuple(step[name] for name in self.columns_of[new[0]])
         return self._ways[old, new]
 
+    def latest_fields(self) -> list[pa.Field] | None:
+        """The latest version's image columns as Arrow fields (from ``table_schemas``' Arrow type
+        names), None where a name is not one :func:`arrow_type` reads."""
+        fields = [(c["name"], arrow_type(c["arrow_type"])) for c in self._versions[self.latest]["columns"]]
+        return None if any(kind is None for _, kind in fields) else [pa.field(name, kind) for name, kind in fields]
+
     def to_latest(self, old: VersionKey) -> tuple[Source, ...]:
         """Per latest column, its source in a row of version ``old``; where the way is not known:
         its own columns by name, the others unknown."""
@@ -256,6 +264,23 @@ def arrow_value(value: Any, column: dict) -> tuple[bool, Any]:
     return False, None
 
 
+_ARROW_DECIMAL = re.compile(r"decimal128\((\d+), (\d+)\)")
+_ARROW_TIMESTAMP = re.compile(r"timestamp\[(s|ms|us|ns)(?:, tz=([^\]]+))?\]")
+
+
+def arrow_type(name: str) -> pa.DataType | None:
+    """The Arrow type ``str(type)`` printed as ``name`` (the ``arrow_type`` of a
+    ``table_schemas`` column), None for one outside binlake's type mapping."""
+    if found := _ARROW_DECIMAL.fullmatch(name):
+        return pa.decimal128(int(found.group(1)), int(found.group(2)))
+    if found := _ARROW_TIMESTAMP.fullmatch(name):
+        return pa.timestamp(found.group(1), tz=found.group(2))
+    try:
+        return pa.type_for_alias(name)
+    except ValueError:
+        return None
+
+
 def _integer_text(value: Any) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
@@ -269,13 +294,11 @@ def _integer_text(value: Any) -> int | None:
 def _carried(old: dict, new: dict) -> bool:
     """Whether values of the ``table_schemas`` column ``old`` keep their meaning in ``new``'s Arrow type."""
     from .materialize import SchemaConflict, widen  # the fold's own rule of what keeps every value
-    import pyarrow as pa
 
     if old["arrow_type"] == new["arrow_type"]:
         return True
-    try:
-        a, b = pa.type_for_alias(old["arrow_type"]), pa.type_for_alias(new["arrow_type"])
-    except ValueError:
+    a, b = arrow_type(old["arrow_type"]), arrow_type(new["arrow_type"])
+    if a is None or b is None:
         return False
     try:
         return widen(b, a, new["name"]) == b
@@ -433,3 +456,34 @@ def _clears(row: dict, database: str, table: str) -> bool:
         created = ddl.parse(row["statement"], row["database"], sql_mode=row["sql_mode"] or 0)
         return isinstance(created, (TableCreated, TableCreatedLike)) and not created.if_not_exists
     return False
+
+
+def derived_versions(versions: Iterable[dict], changes: Iterable[dict]) -> list[dict]:
+    """The versions ALTER TABLE statements made that no row change of the log read shows yet: per
+    table, :func:`binlog_codec.schema_version.version_after` of its latest version and the
+    ALTERs logged after that version's last row change (when nothing else was), as a
+    ``table_schemas`` row first and last seen where the last ALTER was logged, without rows."""
+    changes = sorted(changes, key=_position)
+    latest: dict[tuple[str, str], dict] = {}
+    for version in versions:
+        key = (version["database"], version["table"])
+        if version["first_pos"] is not None and (key not in latest or _last(version) > _last(latest[key])):
+            latest[key] = version
+    found = []
+    for (database, table), version in sorted(latest.items()):
+        after = [r for r in changes if r["database"] == database and r["table"] in (table, None)
+                 and r["change"] in SHAPING and _position(r) > _last(version)]
+        if not after or any(r["change"] != ALTERED or r["table"] != table for r in after):
+            continue
+        row = version_after(version, after)
+        if row is not None and row["schema_id"] != version["schema_id"]:  # not an ALTER that left the rows' shape
+            found.append(_seen_at(row, after[-1]))
+    return found
+
+
+def _seen_at(row: dict, change: dict) -> dict:
+    """A derived version's ``table_schemas`` row, seen (first and last) where ``change`` was logged."""
+    seen = {"file": change["_binlog_file"], "seq": change["_binlog_seq"], "pos": change["_binlog_pos"], "inner_offset": None}
+    positions = {f"{which}_{part}": value for which in ("first", "last") for part, value in seen.items()}
+    return {**row, **positions, "rows": 0, "ddl": change["statement"],
+            "ddl_position": f"{change['_binlog_file']}:{change['_binlog_pos']}"}

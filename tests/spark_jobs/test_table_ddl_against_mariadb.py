@@ -8,7 +8,9 @@ own, with row changes in between, so that most rows are never touched after the 
   the definition ``b`` had at first (the table map equals the first version's) and a change of
   one row. Every other row must show the server's DEFAULT ``'back'``, not its old ``b``.
 - an ALTER of ``t`` alone (``ADD COLUMN e ... NOT NULL DEFAULT 'dflt'``, no row change of ``t``
-  after it in its file): every row of ``t`` shows ``'dflt'``.
+  after it in its file): every row of ``t`` shows ``'dflt'``. The column names its character set
+  and collation: the version an ALTER makes is derived from the log only when it is exact
+  (:mod:`binlog_codec.schema_version`), and the table's default collation is not in the log.
 - ``RENAME TABLE t TO t2`` and row changes of ``t2``: ``t2`` holds the rows of ``t``, ``t`` none.
 - ``CREATE TABLE v LIKE t2`` and inserts into ``v``.
 - the primary key of ``k`` widened (``MODIFY id BIGINT``), then updates, deletes and a key
@@ -67,7 +69,8 @@ FILES = [
                                "UPDATE t SET c = -2 WHERE id = 2"]),
     ("row changes of k, w, x", ["UPDATE k SET a = -3 WHERE id = 3", "UPDATE w SET a = 'w-3' WHERE id = 3",
                                 "UPDATE x SET s = 'x-3' WHERE id = 3", "DELETE FROM x WHERE id = 4"]),
-    ("t: ADD COLUMN e, no row change of t", ["ALTER TABLE t ADD COLUMN e VARCHAR(10) NOT NULL DEFAULT 'dflt'",
+    ("t: ADD COLUMN e, no row change of t", ["ALTER TABLE t ADD COLUMN e VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci "
+                                             "NOT NULL DEFAULT 'dflt'",
                                              "INSERT INTO w VALUES (21, 'w21')"]),
     ("RENAME TABLE t TO t2", ["RENAME TABLE t TO t2", "UPDATE t2 SET a = -5 WHERE id = 5",
                               "DELETE FROM t2 WHERE id = 6", "INSERT INTO t2 (id, a) VALUES (101, 101)"]),
