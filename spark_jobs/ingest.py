@@ -63,7 +63,8 @@ from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.expectations import verdict
 from spark_jobs.layout import name_of, path_part, table_folder
 from spark_jobs.lock import locks_warehouse
-from spark_jobs.materialize import materialize
+from spark_jobs.materialize import Inherited, materialize
+from spark_jobs.table_names import position
 from spark_jobs.positions import ContinuityError, after_checkpoint
 from spark_jobs.session import build_session
 from spark_jobs.source_files import list_source, plain_binlogs
@@ -212,16 +213,18 @@ def latest_keys(versions: Iterable[dict]) -> dict[tuple[str, str], list[str]]:
 
 
 def tables_changed(changes: Iterable[dict], root: Path) -> set[tuple[str, str]]:
-    """The tables of the warehouse (those with a ``current`` table) that ``schema_changes`` rows
-    change: the table a row names, every table of a dropped database."""
-    found = set()
+    """The tables ``schema_changes`` rows change: of the warehouse's (those with a ``current``
+    table), the table a row names and every table of a dropped database; and the new name of a
+    table renamed (it takes over the rows)."""
+    found, renamed = set(), set()
     for row in changes:
         if row["table"] is not None:
             found.add((row["database"], row["table"]))
+            renamed |= {(database or row["database"], name) for database, name in schema_history.renamed_to(row)}
         elif row["change"] == schema_history.DATABASE_DROPPED and row["database"] is not None:
             folder = Path(root) / "current" / path_part(row["database"])
             found |= {(row["database"], name_of(each.name)) for each in folder.glob("*") if each.is_dir()}
-    return {key for key in found if any(Path(table_folder(root, "current", *key)).glob("*.parquet"))}
+    return {key for key in found if any(Path(table_folder(root, "current", *key)).glob("*.parquet"))} | renamed
 
 
 def _copy_metadata(decoded: DecodeResult, schemas: "RunSchemas", out: Path, run_id: str) -> None:
@@ -315,12 +318,24 @@ def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root:
     keys = latest_keys(schemas.versions)
     images = {key: [] for key in tables_changed(schemas.staged_changes, root)} | decoded.images
 
+    run = {position(row) for row in schemas.staged_changes}
+
     def one(table_key: tuple[str, str], images: list[str]) -> int:
         database, table = table_key
+        lineage = version_lineage.table_lineage(schemas.versions, schemas.history, database, table, schemas.published)
+        segments = [] if lineage is None else lineage.names.inherited(run)
+        inherited = [Inherited(decoded.images.get((database, segment.name), []),
+                               table_folder(root, "current", database, segment.name) if along else None,
+                               segment.start, segment.end) for segment, along in segments]
+        current = table_folder(root, "current", database, table)
+        if not images and not any(each.staged or each.current for each in inherited) and not Path(current).is_dir():
+            return 0  # renamed to a name the warehouse has no rows of yet
+        names = [table] + [segment.name for segment, _ in reversed(segments)]  # its key: the latest name's
         done = materialize(
-            spark, images, database=database, table=table, key_columns=keys.get(table_key),
-            current=table_folder(root, "current", database, table), target=str(out), run_name=run_id,
-            slot_rows=slot_rows, lineage=version_lineage.table_lineage(schemas.versions, schemas.history, database, table, schemas.published),
+            spark, images, database=database, table=table,
+            key_columns=next((keys[database, name] for name in names if (database, name) in keys), None),
+            current=current, target=str(out), run_name=run_id, slot_rows=slot_rows, lineage=lineage,
+            inherited=inherited,
         )
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
         return done.changes_rows

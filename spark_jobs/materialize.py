@@ -202,6 +202,7 @@ from binlog_codec.arrow import BEFORE_PREFIX
 
 from .gc_pause import paused_gc
 from . import image_files, parquet_encoding, tasks
+from .table_names import order
 from .version_lineage import FromColumn, TableLineage, Unknown, Value, VersionKey
 from .layout import table_folder
 
@@ -1112,10 +1113,27 @@ def _cast_or_none(values: pa.ChunkedArray, kind: pa.DataType) -> pa.Array | None
         return None
 
 
-def kept(rows: pa.Table, lineage: TableLineage) -> np.ndarray:
-    """Per row, whether it is still in the table: not last changed before a statement that
-    removed every row (:attr:`~spark_jobs.version_lineage.TableLineage.clearing`)."""
-    return lineage.kept(rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(), rows.column(POS).to_pylist())
+def kept(rows: pa.Table, lineage: TableLineage, prior: np.ndarray) -> np.ndarray:
+    """Per latest row, whether it is still in the table: a row of ``current`` (``prior``; those
+    a statement of the run removed are not read), or one whose last change was logged under a
+    name of the table and after every statement that removed its rows
+    (:meth:`~spark_jobs.version_lineage.TableLineage.kept`)."""
+    ids = _schema_ids(rows)
+    return prior | lineage.kept(ids, rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(),
+                                rows.column(POS).to_pylist())
+
+
+def own_changes(rows: pa.Table, lineage: TableLineage | None) -> np.ndarray:
+    """Per row change, whether it is one of the table's own (see
+    :meth:`~spark_jobs.version_lineage.TableLineage.own`)."""
+    if lineage is None or len(lineage.names.segments) == 1:
+        return np.ones(rows.num_rows, dtype=bool)
+    return lineage.own(_schema_ids(rows))
+
+
+def _schema_ids(rows: pa.Table) -> list[str | None]:
+    ids = rows.column(SCHEMA_ID)
+    return (pc.cast(ids, pa.string()) if pa.types.is_dictionary(ids.type) else ids).to_pylist()
 
 
 def row_versions(rows: pa.Table, lineage: TableLineage) -> tuple[np.ndarray, list[VersionKey]]:
@@ -1358,9 +1376,10 @@ def materialize_tables(
     folded = folded.set_column(folded.schema.get_field_index(PRESENT), PRESENT, named(folded.column(PRESENT)))
     prior = folded.column(PRIOR)
     changes = folded.filter(pc.invert(prior)).drop_columns([FINAL, PRIOR])
-    latest = _sorted(folded.filter(folded.column(FINAL)).drop_columns([COMMIT_DATE, FINAL, PRIOR]))
+    latest = _sorted(folded.filter(folded.column(FINAL)).drop_columns([COMMIT_DATE, FINAL]))
     if lineage is not None:
-        latest = _where(latest, kept(latest, lineage))
+        latest = _where(latest, kept(latest, lineage, _flags(latest, PRIOR)))
+    latest = latest.drop_columns([PRIOR])
     return FoldResult(changes, in_latest_version(latest, lineage), merged)
 
 
@@ -1456,13 +1475,27 @@ class MaterializeResult:
 
 
 @dataclass(frozen=True)
+class Inherited:
+    """Rows a table takes over from a name it had before a RENAME TABLE of the run: that name's
+    staged files, of which only the rows logged after ``since`` (None: any time) and before
+    ``until`` (the rename) are the table's, and its ``current`` folder when its rows came along."""
+
+    staged: Sequence[str]
+    current: str | None
+    since: tuple | None
+    until: tuple
+
+
+@dataclass(frozen=True)
 class _Input:
-    """One input file of a table: its path, its table version (index into ``FoldPlan.versions``)
-    and whether it is a file of ``current``."""
+    """One input file of a table: its path, its table version (index into ``FoldPlan.versions``),
+    whether it is a file of ``current``, and for a file of a name the table had before a RENAME
+    TABLE, the stretch of the log that name held its rows (:class:`Inherited`)."""
 
     path: str
     version: int
     prior: bool
+    window: tuple[tuple | None, tuple] | None = None  # only rows logged after [0] and before [1]
 
 
 @dataclass(frozen=True)
@@ -1486,7 +1519,17 @@ def _batches(source: _Input, columns: Iterable[str] | None = None, before: Seque
     if names is not None and BEFORE in names and before and not any("." in name for name in before):
         names.remove(BEFORE)  # a column path names a field by "_before.<name>": a name with a dot reads it all
         names += [f"{BEFORE}.{name}" for name in before]
-    yield from image_files.batches(filesystem, path, BATCH_ROWS, names)
+    if names is not None and source.window is not None:
+        names += [name for name in (SEQ, FILE, POS) if name not in names]
+    for rows in image_files.batches(filesystem, path, BATCH_ROWS, names):
+        yield rows if source.window is None else _where(rows, _within(rows, *source.window))
+
+
+def _within(rows: pa.Table, since: tuple | None, until: tuple) -> np.ndarray:
+    """Per row, whether it was logged after ``since`` (None: any time) and before ``until``."""
+    places = zip(rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(), rows.column(POS).to_pylist())
+    return np.array([(since is None or place > since) and place < until for place in (order(*each) for each in places)],
+                    dtype=bool)
 
 
 def _read_input(source: _Input, merged: MergedSchema) -> Iterator[pa.Table]:
@@ -1685,7 +1728,8 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
         return 0, 0
     folded = fold_table(_sorted(rows, prior_first=True), table.plan)
     name = f"{table.run_name}-{bucket:05d}.parquet"
-    change = ~_flags(folded, PRIOR)
+    prior = _flags(folded, PRIOR)
+    change = ~prior & own_changes(folded, table.lineage)
     days = folded.column(COMMIT_DATE)
     output = folded.drop_columns([COMMIT_DATE, FINAL, PRIOR])
     for day in sorted(pc.unique(days.filter(pa.array(change))).to_pylist(), key=lambda each: (each is None, each)):
@@ -1694,7 +1738,7 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
         write_parquet(output, f"{table.scratch}/changes/{folder}/{name}", keep=chosen)
     final = _flags(folded, FINAL)
     if final.any() and table.lineage is not None:
-        final &= kept(output, table.lineage)
+        final &= kept(output, table.lineage, prior)
     if final.any() and table.lineage is not None:
         latest = _where(output, final)
         latest = latest if _in_order(_order_keys(latest)) else _sorted(latest)
@@ -1803,6 +1847,7 @@ def materialize(
     rows_per_file: int = ROWS_PER_FILE,
     slot_rows: int | None = None,
     lineage: TableLineage | None = None,
+    inherited: Sequence[Inherited] = (),
 ) -> MaterializeResult:
     """Fold the staged row changes of ``database.table`` onto its ``current`` folder (see the module docstring).
 
@@ -1818,17 +1863,21 @@ def materialize(
     ``lineage``: how the rows of each older table version read in the latest one
     (:func:`spark_jobs.version_lineage.table_lineage`); ``current`` then holds the latest
     version's columns (:func:`in_latest_version`). None: every version's columns, rows as they are.
+    ``inherited``: the rows the table takes over from names it had before a RENAME TABLE of the
+    run (with ``lineage``, whose names they are): read as state, never written as its changes.
     """
     if not _RUN_NAME.fullmatch(run_name):
         raise ValueError(f"run name {run_name!r}: letters, digits and ._=- only")
     started = time.monotonic()
-    staged = _schema_groups(staged_files)
+    windows = {path: (each.since, each.until) for each in inherited for path in each.staged}
+    staged = _schema_groups([*staged_files, *windows])
     prior_groups = _schema_groups(_parquet_files(current))
     if prior_groups and lineage is not None and lineage.cleared_since_published:
-        log.info("%s.%s: every row of current removed by %s", database, table, "a statement of the run")
-        if not staged:
+        log.info("%s.%s: every row of current removed by a statement of the run", database, table)
+        if not staged and not any(each.current for each in inherited):
             return _cleared(database, table, prior_groups, lineage, target, run_name, started)
         prior_groups = []
+    prior_groups += _schema_groups([path for each in inherited for path in _parquet_files(each.current)])
     versions = [schema for schema, _ in staged + prior_groups]  # the inputs' versions: staged files first
     if not versions:
         raise ValueError(f"{database}.{table}: neither staged files nor a current table")
@@ -1843,7 +1892,8 @@ def materialize(
         ) from None
     key, unique = table_keys(key_columns, merged)
     plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in versions), lineage)
-    inputs = [_Input(name, version, version >= len(staged)) for version, (_, files) in enumerate(staged + prior_groups) for name in files]
+    inputs = [_Input(name, version, version >= len(staged), windows.get(name))
+              for version, (_, files) in enumerate(staged + prior_groups) for name in files]
     rows = _rows([source.path for source in inputs])
     scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
     _remove(scratch)  # what an earlier attempt of this run left
@@ -1851,7 +1901,7 @@ def materialize(
                   lineage)
     log.info(
         "%s.%s: %d staged files in %d table versions, %d current files, %d rows in %d buckets; %d columns, key %s%s",
-        database, table, len(staged_files), len(staged), len(inputs) - len(staged_files), rows, work.buckets,
+        database, table, sum(not each.prior for each in inputs), len(staged), sum(each.prior for each in inputs), rows, work.buckets,
         len(merged.image), list(key), "" if unique else " (no primary key: every column)",
     )
     key_changes = None

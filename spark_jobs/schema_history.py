@@ -351,12 +351,17 @@ def _order(seq: int | None, file: str | None, pos: int | None) -> tuple:
 
 
 def _names_after(row: dict[str, Any]) -> list[tuple[str | None, str]]:
-    """The tables a schema change row is about: its table, and the new name of one it renames
-    (``TO name`` of a rename, ``RENAME TO name`` of an ALTER, as :func:`table_text` wrote it)."""
+    """The tables a schema change row is about: its table, and the new name of one it renames."""
     names = [(row["database"], row["table"])] if row["table"] is not None else []
+    return names + renamed_to(row)
+
+
+def renamed_to(row: dict[str, Any]) -> list[tuple[str | None, str]]:
+    """The new name a schema change row gives its table (``TO name`` of a rename, ``RENAME TO
+    name`` of an ALTER, as :func:`table_text` wrote it), as (database, table); none for the rest."""
     if row["change"] in (RENAMED, ALTERED) and row["detail"]:
-        names += _renamed_to(row["detail"])
-    return names
+        return _renamed_to(row["detail"])
+    return []
 
 
 def _renamed_to(detail: str) -> list[tuple[str | None, str]]:

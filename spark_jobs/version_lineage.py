@@ -33,10 +33,11 @@ import pyarrow as pa
 from binlog_codec import column_lineage, ddl, schema_apply
 from binlog_codec.schema_version import version_after
 from binlog_codec.column_default import Literal
-from binlog_codec.schema_change import TableAltered, TableCreated, TableCreatedLike
+from binlog_codec.schema_change import TableAltered, TablesRenamed
 from binlog_codec.table_model import ColumnModel, TableModel
 
-from .schema_history import ALTERED, CREATED, CREATED_LIKE, DATABASE_DROPPED, DROPPED, RENAMED, SHAPING, TRUNCATED
+from .schema_history import ALTERED, DATABASE_DROPPED, RENAMED, SHAPING
+from .table_names import NameChain, names_of, order as _order, position
 
 
 
@@ -76,26 +77,24 @@ class TableLineage:
     latest version in particular (:meth:`to_latest`).
 
     ``latest``: the latest version's ``_schema_id`` (the one whose row change was logged last);
-    ``published``: the latest version as of the warehouse before the run, whose last row change
-    was logged at ``published_last``. Each run carries the rows of ``current`` to its latest
-    version, keeping their log positions; so a row of that ``_schema_id`` holds that version,
-    whatever the epoch of its position (:meth:`row_epochs`). ``clearing``: where the last
-    statement that removed every row of the table was logged (TRUNCATE, DROP TABLE, DROP
-    DATABASE, a CREATE TABLE without IF NOT EXISTS, a RENAME TABLE of it to another name), None
-    when the log read holds none: a row last changed before it is not in ``current`` (:meth:`kept`).
+    ``names``: the table's names through RENAME TABLE and the statements that removed its rows
+    (:class:`~spark_jobs.table_names.NameChain`); the versions are those of every name.
+    ``published``: the latest version as of the warehouse before the run; ``published_last``:
+    where the last row change of the table's own name published before the run was logged.
+    Each run carries the rows of ``current`` to its latest version, keeping their log positions;
+    so a row of that ``_schema_id`` holds that version, whatever the epoch of its position
+    (:meth:`row_epochs`).
     ``columns``: its column names in order; ``columns_of``: each version's; ``as_text``: the
     columns (old and new names) an ALTER turned from a number into text -- the server wrote each
     integer or DECIMAL as its decimal text, which is Arrow's cast of the value to a string.
     """
 
-    def __init__(self, versions: dict[str, dict], changes: list[dict], latest: str,
-                 clearing: tuple | None = None) -> None:
-        self._versions, self._changes = versions, changes
-        self._boundaries = [_position(r) for r in changes]
+    def __init__(self, versions: dict[str, dict], changes: list[dict], latest: str, names: NameChain) -> None:
+        self._versions, self._changes, self.names = versions, changes, names
+        self._boundaries = [position(r) for r in changes]
         self.latest, self.latest_key = latest, (latest, self.epoch(_last(versions[latest])))
         self.published: VersionKey | None = None
         self.published_last: tuple | None = None
-        self.clearing = clearing
         self.columns_of = {schema_id: tuple(c["name"] for c in v["columns"]) for schema_id, v in versions.items()}
         self.columns = self.columns_of[latest]
         self._ways: dict[tuple[VersionKey, VersionKey], tuple[Source, ...] | None] = {}
@@ -131,17 +130,28 @@ class TableLineage:
             epochs = np.where(schema_ids, np.maximum(epochs, self.published[1]), epochs)
         return epochs
 
-    def kept(self, seqs: list, files: list, positions: list) -> np.ndarray:
-        """Per row, whether the row change logged there is after :attr:`clearing`."""
-        if self.clearing is None:
-            return np.ones(len(positions), dtype=bool)
-        return np.fromiter((_order(seq, file, pos) > self.clearing for seq, file, pos in zip(seqs, files, positions)),
-                           dtype=bool, count=len(positions))
+    def table_of(self, schema_id: str | None) -> str | None:
+        """The name the table had when it logged a row change of version ``schema_id``."""
+        version = self._versions.get(schema_id)
+        return None if version is None else version["table"]
+
+    def kept(self, schema_ids: list, seqs: list, files: list, positions: list) -> np.ndarray:
+        """Per row change of the run, whether its row is still in the table
+        (:meth:`~spark_jobs.table_names.NameChain.kept`)."""
+        names = {schema_id: self.table_of(schema_id) for schema_id in set(schema_ids)}
+        return self.names.kept([names[schema_id] for schema_id in schema_ids],
+                               [_order(seq, file, pos) for seq, file, pos in zip(seqs, files, positions)])
+
+    def own(self, schema_ids: list) -> np.ndarray:
+        """Per row change, whether it was logged under the table's own name (not one it had
+        before a RENAME TABLE: those are the changes of that name)."""
+        names = {schema_id: self.table_of(schema_id) for schema_id in set(schema_ids)}
+        return np.array([names[schema_id] in (None, self.names.own) for schema_id in schema_ids], dtype=bool)
 
     @property
     def cleared_since_published(self) -> bool:
         """Whether every row of ``current`` before the run was removed by a statement of the run."""
-        return self.clearing is not None and self.published_last is not None and self.clearing > self.published_last
+        return self.names.cleared_after(self.published_last)
 
     def _candidates(self) -> list[VersionKey]:
         """The versions the rows may hold: each ``_schema_id`` in each epoch its row changes span."""
@@ -194,10 +204,6 @@ def _last(version: dict) -> tuple:
 
 def _neighbours(keys: list[VersionKey]) -> list[tuple[VersionKey, VersionKey]]:
     return list(zip(keys, keys[1:]))
-
-
-def _order(seq: Any, file: Any, pos: Any) -> tuple:
-    return (seq or 0, file or "", pos or 0)
 
 
 def _model(version: dict) -> TableModel:
@@ -350,14 +356,14 @@ def converted_default(value: Any, old_type: str, new_type: str) -> tuple[str, An
 def _step(old: dict, new: dict, changes: list[dict], textual: set[str]) -> dict[str, Source] | None:
     """Per column of version ``new``, its source in version ``old`` through ``changes`` (None:
     not followed exactly); the names of the columns turned into text are added to ``textual``."""
-    if not changes or any(row["change"] != ALTERED for row in changes):
+    if not changes or any(row["change"] not in (ALTERED, RENAMED) for row in changes):
         return None
     model = _model(old)
     steps: list[list[column_lineage.Source]] = []
     try:
         for row in changes:
             change = ddl.parse(row["statement"], row["database"], sql_mode=row["sql_mode"] or 0)
-            if not isinstance(change, TableAltered):
+            if not isinstance(change, (TableAltered, TablesRenamed)):
                 return None
             after = schema_apply.apply(model, change)
             if after is None:
@@ -406,56 +412,46 @@ def _step(old: dict, new: dict, changes: list[dict], textual: set[str]) -> dict[
     return result
 
 
-def _of(versions: Iterable[dict], database: str, table: str) -> dict[str, dict]:
-    return {v["schema_id"]: v for v in versions
-            if v["database"] == database and v["table"] == table and v["first_pos"] is not None}
+def _in_chain(database: str, names: NameChain, table: str, at: tuple, *, until_end: bool = False) -> bool:
+    """Whether ``table`` had the rows of the chain ``names`` at ``at`` (``until_end``: the rename
+    that ends a segment counts as in it)."""
+    return any(segment.name == table and (segment.start is None or at > segment.start)
+               and (segment.end is None or at < segment.end or until_end and at == segment.end)
+               for segment in names.segments)
 
 
 def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: str, table: str,
                   published: Iterable[dict] = ()) -> TableLineage | None:
     """The lineage of ``database.table`` from its versions (``table_schemas`` rows of every run),
     schema changes (``schema_changes`` rows) and the versions the warehouse held before the run
-    (``published``, the ``table_schemas`` rows of the runs before); None when it has one version
-    and no schema change after its first row change, or no version."""
-    mine, changes = _of(versions, database, table), list(changes)
-    if not mine:
+    (``published``, the ``table_schemas`` rows of the runs before), over the names it had
+    (:func:`~spark_jobs.table_names.names_of`); None when it has one name, one version and no
+    schema change after its first row change, or no version."""
+    changes = list(changes)
+    names = names_of(changes, database, table)
+
+    def mine(rows: Iterable[dict]) -> dict[str, dict]:
+        return {v["schema_id"]: v for v in rows if v["database"] == database and v["first_pos"] is not None
+                and _in_chain(database, names, v["table"], _first(v))}
+
+    versions = mine(versions)
+    if not versions:
         return None
-    rows = sorted(
-        (r for r in changes if r["database"] == database and r["change"] in SHAPING
-         and (r["table"] == table or r["table"] is None and r["change"] == DATABASE_DROPPED)),
-        key=_position,
-    )
-    latest = max(mine.values(), key=_last)
-    boundaries = [_position(r) for r in changes if r["database"] == database and r["table"] in (table, None)]
-    if len(mine) == 1 and bisect.bisect_right(sorted(boundaries), _first(latest)) == len(boundaries):
-        return None  # one version, and no schema change of the table since its first row change
-    clearing = max((_position(r) for r in changes if _clears(r, database, table)), default=None)
-    lineage = TableLineage(mine, rows, latest["schema_id"], clearing)
-    before = _of(published, database, table)
+    rows = sorted((r for r in changes if r["database"] == database and r["change"] in SHAPING and (
+        r["table"] is None and r["change"] == DATABASE_DROPPED
+        or r["table"] is not None and _in_chain(database, names, r["table"], position(r), until_end=True))), key=position)
+    latest = max(versions.values(), key=_last)
+    if len(versions) == 1 and len(names.segments) == 1 and bisect.bisect_right([position(r) for r in rows], _first(latest)) == len(rows) \
+            and names.segments[-1].cleared is None:
+        return None  # one name, one version, no schema change of the table since its first row change
+    lineage = TableLineage(versions, rows, latest["schema_id"], names)
+    before = mine(published)
     if before:
         newest = max(before.values(), key=_last)
-        lineage.published, lineage.published_last = (newest["schema_id"], lineage.epoch(_last(newest))), _last(newest)
+        lineage.published = (newest["schema_id"], lineage.epoch(_last(newest)))
+        own = [_last(v) for v in before.values() if v["table"] == table]
+        lineage.published_last = max(own, default=None)
     return lineage
-
-
-def _position(row: dict) -> tuple:
-    return _order(row["_binlog_seq"], row["_binlog_file"], row["_binlog_pos"])
-
-
-def _clears(row: dict, database: str, table: str) -> bool:
-    """Whether the ``schema_changes`` row removed every row of ``database.table``."""
-    if row["database"] != database:
-        return False
-    if row["change"] == DATABASE_DROPPED:
-        return True
-    if row["table"] != table:
-        return False
-    if row["change"] in (TRUNCATED, DROPPED, RENAMED):
-        return True
-    if row["change"] in (CREATED, CREATED_LIKE):  # IF NOT EXISTS: a no-op where the table was there
-        created = ddl.parse(row["statement"], row["database"], sql_mode=row["sql_mode"] or 0)
-        return isinstance(created, (TableCreated, TableCreatedLike)) and not created.if_not_exists
-    return False
 
 
 def derived_versions(versions: Iterable[dict], changes: Iterable[dict]) -> list[dict]:
@@ -463,7 +459,7 @@ def derived_versions(versions: Iterable[dict], changes: Iterable[dict]) -> list[
     table, :func:`binlog_codec.schema_version.version_after` of its latest version and the
     ALTERs logged after that version's last row change (when nothing else was), as a
     ``table_schemas`` row first and last seen where the last ALTER was logged, without rows."""
-    changes = sorted(changes, key=_position)
+    changes = sorted(changes, key=position)
     latest: dict[tuple[str, str], dict] = {}
     for version in versions:
         key = (version["database"], version["table"])
@@ -472,7 +468,7 @@ def derived_versions(versions: Iterable[dict], changes: Iterable[dict]) -> list[
     found = []
     for (database, table), version in sorted(latest.items()):
         after = [r for r in changes if r["database"] == database and r["table"] in (table, None)
-                 and r["change"] in SHAPING and _position(r) > _last(version)]
+                 and r["change"] in SHAPING and position(r) > _last(version)]
         if not after or any(r["change"] != ALTERED or r["table"] != table for r in after):
             continue
         row = version_after(version, after)

@@ -25,7 +25,7 @@ def version(schema_id: str, pos: int, *columns: dict, table: str = "t", last: in
 
 
 def altered(statement: str, pos: int, table: str = "t") -> dict:
-    return {"database": "db", "table": table, "change": "altered", "statement": statement, "sql_mode": 0,
+    return {"database": "db", "table": table, "change": "altered", "detail": None, "statement": statement, "sql_mode": 0,
             "_binlog_seq": 1, "_binlog_file": "b.000001", "_binlog_pos": pos}
 
 
