@@ -25,10 +25,12 @@ schedule, the parameters and the wiring.
   :mod:`plugins.settings`), ``spark_master`` (empty: ``$SPARK_MASTER``, else
   ``local[*]``), ``stream`` (the name that owns the checkpoint; empty: the
   source URI; point a stream at a new primary's binlogs to go on by GTID), and
-  the two decisions a refused run may ask for, each for that run only and
-  kept in its run record: ``accept_gap`` (go on over missing files or GTIDs)
-  and ``accept_new_series`` (take a replaced log, after ``RESET MASTER`` or a
-  restore, as a new one).
+  the decisions a refused run may ask for, each for that run only and kept in
+  its run record: ``accept_gap`` (go on over missing files or GTIDs),
+  ``accept_new_series`` (take a replaced log, after ``RESET MASTER`` or a
+  restore, as a new one) and ``accept_type_change`` (tables whose type change
+  binlake cannot convert as the server did: the values from before it are
+  unknown in ``current``).
 - **Assets.** ``publish`` emits one asset event per table the run published
   row changes of, through the asset alias ``binlake_tables``, on the table's
   Asset ``binlake://localhost/<warehouse folder>/<database>/<table>`` (name and
@@ -91,6 +93,14 @@ PARAMS = {
         description="this run only: take a replaced log (RESET MASTER, a restore) as a new series, read from its "
         "first file; kept in the run record",
     ),
+    "accept_type_change": Param(
+        [],
+        type="array",
+        items={"type": "string"},
+        description="this run only: tables (db.table) whose type changes binlake cannot convert as the server "
+        "did are taken without the conversion: the values from before the change are unknown in current (null, "
+        "named in _incomplete_columns); kept in the run record",
+    ),
     "spark_master": Param(
         None,
         type=["null", "string"],
@@ -134,6 +144,7 @@ def binlog_ingest():
             rebuild = (start.isoformat(), end.isoformat())
         accept = [choice for choice, param in (("gap", "accept_gap"), ("new-series", "accept_new_series"))
                   if params.get(param)]
+        accept += [f"type-change:{table}" for table in params.get("accept_type_change") or []]
         discovered = ingest_tasks.discover(source, warehouse, rebuild=rebuild, stream=params.get("stream") or None)
         return {**discovered, "spark_master": params["spark_master"], "accept": accept}
 
@@ -156,6 +167,7 @@ def binlog_ingest():
     def decode_and_materialize(discovered: dict, data_interval_start=None, data_interval_end=None) -> dict:
         """Spark: the staged files after the checkpoint (or the days to rebuild) into the run's work folder."""
         from plugins import ingest_tasks
+        from spark_jobs.materialize import SchemaConflict
         from spark_jobs.positions import ContinuityError
 
         scheduled = (data_interval_start.isoformat(), data_interval_end.isoformat()) if data_interval_start else None
@@ -167,7 +179,7 @@ def binlog_ingest():
                 stream=discovered["stream"],
                 accept=tuple(discovered["accept"]),
             )
-        except ContinuityError as refused:
+        except (ContinuityError, SchemaConflict) as refused:
             raise AirflowFailException(f"refused, nothing published: {refused}") from refused
 
     @task

@@ -17,7 +17,12 @@
    ``--accept-new-series``: the user's decision, kept in the run record).
 3. **Decode** (:mod:`spark_jobs.decode`) into the run's staging folder.
 4. **Materialize** each table (:mod:`spark_jobs.materialize`): its changes are
-   folded onto the warehouse's ``current`` rows.
+   folded onto the warehouse's ``current`` rows, following its schema changes
+   (:mod:`spark_jobs.version_lineage`). A type change whose conversion binlake
+   does not follow stops the run with a
+   :class:`~spark_jobs.materialize.SchemaConflict` naming the table, the column,
+   both types and the way forward (``--accept-type-change db.table``, kept in
+   the run record, or a bootstrap from a snapshot).
 5. **Validate** (:mod:`spark_jobs.validate`): Great Expectations over the run's
    output; a failed expectation fails the run and nothing is published.
 6. **Publish** (:mod:`spark_jobs.publish`): changes, current, the metadata
@@ -63,7 +68,7 @@ from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.expectations import verdict
 from spark_jobs.layout import name_of, path_part, table_folder
 from spark_jobs.lock import locks_warehouse
-from spark_jobs.materialize import Inherited, materialize
+from spark_jobs.materialize import Inherited, SchemaConflict, materialize
 from spark_jobs.table_names import position
 from spark_jobs.positions import ContinuityError, after_checkpoint
 from spark_jobs.session import build_session
@@ -76,6 +81,15 @@ from spark_jobs.streams import (
 log = logging.getLogger("spark_jobs.ingest")
 
 RUNS_FOLDER = "_runs"
+# The user's choice, for one run, to take a table's type changes binlake does not follow
+# without the server's conversion (the rows from before hold the column unknown): the prefix,
+# then ``db.table``.
+ACCEPT_TYPE_CHANGE = "type-change:"
+
+
+def type_changes_accepted(accept: Sequence[str]) -> frozenset[str]:
+    """The tables (``db.table``) whose type changes ``accept`` takes (:data:`ACCEPT_TYPE_CHANGE`)."""
+    return frozenset(choice[len(ACCEPT_TYPE_CHANGE):] for choice in accept if choice.startswith(ACCEPT_TYPE_CHANGE))
 RUN_FILE = "run.json"
 RUN_RECORDS = Path("metadata") / "runs"
 RUNS_SCHEMA = pa.schema([
@@ -305,24 +319,28 @@ def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
     ))
 
 
-def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root: Path, out: Path,
-                        run_id: str) -> dict[str, int]:
+def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root: Path, out: Path, run_id: str,
+                        retype: frozenset[str] = frozenset()) -> tuple[dict[str, int], list[str]]:
     """Every table of the run materialized into ``out``; changes per table. Tables are submitted
     from several driver threads at once (up to twice the Spark slots), the largest first, so that
     Spark runs one table's tasks in the slots another table's driver-side steps or last tasks
     leave idle, and the longest table is not the last to start. A table is cut into buckets (fold
     tasks) only where it holds more than one slot's share of the run's row changes. A table of the
     warehouse a schema change of the run changes is materialized too, without row changes: its
-    ``current`` follows the change."""
+    ``current`` follows the change. ``retype``: the tables (``db.table``) whose type changes the
+    user accepted for this run (:data:`ACCEPT_TYPE_CHANGE`). Returns the changes per table and
+    what was accepted."""
 
     keys = latest_keys(schemas.versions)
     images = {key: [] for key in tables_changed(schemas.staged_changes, root)} | decoded.images
 
     run = {position(row) for row in schemas.staged_changes}
+    accepted: list[str] = []
 
     def one(table_key: tuple[str, str], images: list[str]) -> int:
         database, table = table_key
-        lineage = version_lineage.table_lineage(schemas.versions, schemas.history, database, table, schemas.published)
+        lineage = version_lineage.table_lineage(schemas.versions, schemas.history, database, table, schemas.published,
+                                                retype=f"{database}.{table}" in retype)
         segments = [] if lineage is None else lineage.names.inherited(run)
         inherited = [Inherited(decoded.images.get((database, segment.name), []),
                                table_folder(root, "current", database, segment.name) if along else None,
@@ -338,6 +356,9 @@ def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root:
             inherited=inherited,
         )
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
+        if lineage is not None and lineage.retyped:
+            accepted.append(f"type change of {database}.{table} without the server's conversion: " + ", ".join(
+                f"{column} {old} to {new}" for column, (old, new) in sorted(lineage.retyped.items())))
         return done.changes_rows
 
     tables = sorted(images.items(), key=lambda item: (-decoded.rows.get(item[0], 0), item[0]))
@@ -346,7 +367,8 @@ def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root:
     threads = min(len(tables), 2 * slots)
     with ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="materialize") as pool:
         futures = [(table_key, pool.submit(one, table_key, images)) for table_key, images in tables]
-        return {f"{database}.{table}": future.result() for (database, table), future in sorted(futures)}
+        rows = {f"{database}.{table}": future.result() for (database, table), future in sorted(futures)}
+    return rows, sorted(accepted)
 
 
 def write_run_record(out: Path, result: IngestResult) -> None:
@@ -468,7 +490,9 @@ def prepare(
     result.ends = {read.file.name: read.resume for read in plan.reads}
     with attempt.step("materialize"):
         schemas = run_schemas(decoded, root)
-        result.rows = _materialize_tables(spark, decoded, schemas, root, work / "out", result.run_id)
+        result.rows, retyped = _materialize_tables(spark, decoded, schemas, root, work / "out", result.run_id,
+                                                   type_changes_accepted(accept))
+        result.accepted += retyped
         _copy_metadata(decoded, schemas, work / "out", result.run_id)
     shutil.rmtree(work / "staging", ignore_errors=True)
     result.checkpoint = {**checkpoint, stream: plan.state.to_json()}
@@ -687,6 +711,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--accept-new-series", action="store_true", help="take a replaced log (RESET MASTER, a restore) as a new "
         "series, read from its first file; kept in the run record")
+    parser.add_argument(
+        "--accept-type-change", action="append", default=[], metavar="DB.TABLE", help="take the table's type changes "
+        "binlake cannot convert as the server did: the values from before the change are unknown in current "
+        "(null, named in _incomplete_columns); repeat for several tables; kept in the run record")
     parser.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER, else local[*])")
     parser.add_argument("--split-mb", type=float, default=DEFAULT_TARGET_BYTES / 2**20, help="split size target")
     parser.add_argument(
@@ -699,6 +727,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     accept = [choice for choice, given in ((ACCEPT_GAP_CHOICE, args.accept_gap),
                                            (ACCEPT_NEW_SERIES_CHOICE, args.accept_new_series)) if given]
+    accept += [ACCEPT_TYPE_CHANGE + table for table in args.accept_type_change]
     scanned = pending_scans(args.source, args.warehouse, args.stream)  # they run while the JVM starts
     spark = build_session(args.master, app_name="binlake ingest")
     try:
@@ -710,7 +739,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except QualityFailed as exc:
         print(exc, file=sys.stderr)
         return 3
-    except ContinuityError as exc:
+    except (ContinuityError, SchemaConflict) as exc:
         print(f"refused, nothing published: {exc}", file=sys.stderr)
         return 4
     finally:

@@ -189,7 +189,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -236,6 +236,10 @@ _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._=-]*")
 class SchemaConflict(ValueError):
     """Two versions of a column whose types have no common type that keeps every value."""
 
+    def __init__(self, message: str, column: str | None = None) -> None:
+        super().__init__(message)
+        self.column = column
+
 
 # -- schemas --------------------------------------------------------------------
 
@@ -269,7 +273,8 @@ def _widen_exact(a: pa.DataType, b: pa.DataType, column: str) -> pa.DataType:
     (digits_a, scale_a), (digits_b, scale_b) = _as_decimal(a), _as_decimal(b)
     digits, scale = max(digits_a, digits_b), max(scale_a, scale_b)
     if digits + scale > MAX_DECIMAL_PRECISION:
-        raise SchemaConflict(f"column {column}: {a} and {b} need decimal({digits + scale},{scale}), wider than 38 digits")
+        raise SchemaConflict(f"column {column}: {a} and {b} need decimal({digits + scale},{scale}), wider than 38 digits",
+                             column)
     return pa.decimal128(digits + scale, scale)
 
 
@@ -304,7 +309,7 @@ def widen(a: pa.DataType, b: pa.DataType, column: str = "?") -> pa.DataType:
         return pa.map_(widen(a.key_type, b.key_type, column), widen(a.item_type, b.item_type, column))
     if pa.types.is_struct(a) and pa.types.is_struct(b):
         return pa.struct(merge_fields([list(a), list(b)]))
-    raise SchemaConflict(f"column {column}: {a} and {b} have no common type that keeps every value")
+    raise SchemaConflict(f"column {column}: {a} and {b} have no common type that keeps every value", column)
 
 
 def _is_numeric(kind: pa.DataType) -> bool:
@@ -317,14 +322,19 @@ def as_text(a: pa.DataType, b: pa.DataType) -> bool:
     return (pa.types.is_string(a) and _is_numeric(b)) or (pa.types.is_string(b) and _is_numeric(a))
 
 
-def merge_fields(field_lists: Iterable[Iterable[pa.Field]], textual: frozenset[str] = frozenset()) -> list[pa.Field]:
+def merge_fields(field_lists: Iterable[Iterable[pa.Field]], textual: frozenset[str] = frozenset(),
+                 retyped: Mapping[str, pa.DataType] | None = None) -> list[pa.Field]:
     """The union of the fields by name, in order of first appearance, types widened; all nullable.
-    A column of ``textual`` that is a number in some and text in others is text."""
+    A column of ``textual`` that is a number in some and text in others is text; a column of
+    ``retyped`` has the type given there."""
     merged: dict[str, pa.DataType] = {}
+    retyped = retyped or {}
     for fields in field_lists:
         for each in fields:
             known = merged.get(each.name)
-            if known is not None and each.name in textual and as_text(known, each.type):
+            if each.name in retyped:
+                merged[each.name] = retyped[each.name]
+            elif known is not None and each.name in textual and as_text(known, each.type):
                 merged[each.name] = pa.string()
             else:
                 merged[each.name] = each.type if known is None else widen(known, each.type, each.name)
@@ -346,6 +356,7 @@ class MergedSchema:
 
     image: tuple[pa.Field, ...]
     changes: tuple[pa.Field, ...]
+    retyped: frozenset[str] = frozenset()  # columns whose values of another type are not carried (accepted)
 
     @property
     def names(self) -> list[str]:
@@ -368,7 +379,16 @@ def with_latest(schemas: list[pa.Schema], lineage: TableLineage | None) -> list[
     return schemas + [pa.schema(missing + split_schema(schemas[0])[1])] if missing else schemas
 
 
-def merge_schemas(schemas: Sequence[pa.Schema], textual: frozenset[str] = frozenset()) -> MergedSchema:
+def merge_for(schemas: list[pa.Schema], lineage: TableLineage | None) -> MergedSchema:
+    """:func:`merge_schemas` of a table's inputs, following its lineage: the latest version's
+    columns (:func:`with_latest`), numbers turned into text, the type changes accepted."""
+    if lineage is None:
+        return merge_schemas(schemas)
+    return merge_schemas(with_latest(schemas, lineage), lineage.as_text, lineage.retyped_types())
+
+
+def merge_schemas(schemas: Sequence[pa.Schema], textual: frozenset[str] = frozenset(),
+                  retyped: Mapping[str, pa.DataType] | None = None) -> MergedSchema:
     """The union of row-change schemas (staged batches and ``current`` tables), see :func:`widen`.
 
     The change columns are those of the inputs, plus ``_binlog_inner_offset``
@@ -376,12 +396,14 @@ def merge_schemas(schemas: Sequence[pa.Schema], textual: frozenset[str] = frozen
     ``_before`` is a struct of every image column. Raises :class:`SchemaConflict`
     for types without a safe common type, ``ValueError`` for an image column
     named like an output column (``commit_date``, ``_incomplete_columns``, ...). ``textual``:
-    columns an ALTER turned from numbers into text (:func:`merge_fields`).
+    columns an ALTER turned from numbers into text, ``retyped``: columns whose type change the
+    user accepted, with their type (:func:`merge_fields`; :func:`project_table` leaves their
+    values of other types null and keeps their text in ``_unrepresentable``).
     """
     if not schemas:
         raise ValueError("no schema to merge")
     parts = [split_schema(schema) for schema in schemas]
-    image = merge_fields((part[0] for part in parts), textual)
+    image = merge_fields((part[0] for part in parts), textual, retyped)
     clashes = sorted({each.name for each in image} & RESERVED)
     if clashes:
         raise ValueError(f"image columns {clashes} are named like columns this step writes")
@@ -389,7 +411,7 @@ def merge_schemas(schemas: Sequence[pa.Schema], textual: frozenset[str] = frozen
     changes = _placed(changes, pa.field(INNER_OFFSET, pa.int32()), "_row_index")
     changes = _placed(changes, pa.field(BEFORE, pa.struct(image)), PRESENT)
     changes = _placed(changes, pa.field(INCOMPLETE, pa.list_(pa.string())), UNREPRESENTABLE)
-    return MergedSchema(tuple(image), tuple(changes))
+    return MergedSchema(tuple(image), tuple(changes), frozenset(retyped or ()))
 
 
 # -- projecting a table onto the merged schema (in-memory path) -----------------
@@ -407,23 +429,56 @@ def _project_before(table: pa.Table, merged: MergedSchema) -> pa.Array:
     before = table.column(BEFORE).combine_chunks()
     names = [each.name for each in before.type]
     children = [
-        _cast(before.field(names.index(each.name)), each.type) if each.name in names else pa.nulls(len(before), each.type)
+        _cast(before.field(names.index(each.name)), each.type) if each.name in names and _carries_type(
+            before.type.field(names.index(each.name)).type, each, merged) else pa.nulls(len(before), each.type)
         for each in merged.image
     ]
     return pa.StructArray.from_arrays(children, fields=list(merged.image), mask=before.is_null())
 
 
+def _carries_type(kind: pa.DataType, target: pa.Field, merged: MergedSchema) -> bool:
+    """Whether values of ``kind`` are cast to the merged column ``target``: always, but for a
+    column of ``merged.retyped`` whose type change does not keep them (:func:`widen`)."""
+    if target.name not in merged.retyped or kind == target.type:
+        return True
+    try:
+        return widen(target.type, kind, target.name) == target.type
+    except SchemaConflict:
+        return False
+
+
 def project_table(table: pa.Table, merged: MergedSchema) -> pa.Table:
-    """``table`` with the columns of ``merged``: cast where widened, null where it lacks them."""
-    arrays = []
+    """``table`` with the columns of ``merged``: cast where widened, null where it lacks them. A
+    column whose type change the user accepted (``merged.retyped``) is null where its values are
+    of another type, their text kept in ``_unrepresentable``."""
+    arrays, texts = [], {}
     for each in merged.schema:
         if each.name == BEFORE:
             arrays.append(_project_before(table, merged))
-        elif each.name in table.column_names:
+        elif each.name in table.column_names and _carries_type(table.schema.field(each.name).type, each, merged):
             arrays.append(_cast(table.column(each.name), each.type))
         else:
+            if each.name in table.column_names:
+                texts[each.name] = table.column(each.name)
             arrays.append(pa.nulls(table.num_rows, each.type))
+    if texts:
+        at = merged.schema.get_field_index(UNREPRESENTABLE)
+        arrays[at] = _with_texts(arrays[at], texts)
     return pa.Table.from_arrays(arrays, schema=merged.schema)
+
+
+def _with_texts(maps: pa.Array | pa.ChunkedArray, values: Mapping[str, pa.ChunkedArray]) -> pa.Array:
+    """``_unrepresentable`` maps with, per column of ``values``, the text of each row's value added."""
+    rows = maps.to_pylist()
+    for name, column in values.items():
+        try:
+            texts = pc.cast(column, pa.string()).to_pylist()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            texts = [None if value is None else str(value) for value in column.to_pylist()]
+        for r, text in enumerate(texts):
+            if text is not None:
+                rows[r] = [*(rows[r] or []), (name, text)]
+    return pa.array(rows, maps.type)
 
 
 # -- the fold -------------------------------------------------------------------
@@ -1348,7 +1403,7 @@ def fold_input(
     memory: projected onto the merged schema, tagged with versions, in fold order."""
     inputs = [pa.Table.from_batches([each]) if isinstance(each, pa.RecordBatch) else each for each in staged]
     schemas = ([current.schema] if current is not None else []) + [each.schema for each in inputs]
-    merged = merge_schemas(with_latest(schemas, lineage), lineage.as_text if lineage is not None else frozenset())
+    merged = merge_for(schemas, lineage)
     key, unique = table_keys(key_columns, merged)
     parts = [_tagged(current, merged, 0, True)] if current is not None else []
     parts += [_tagged(each, merged, len(parts) + number, False) for number, each in enumerate(inputs)]
@@ -1882,13 +1937,15 @@ def materialize(
     if not versions:
         raise ValueError(f"{database}.{table}: neither staged files nor a current table")
     try:  # current's column order first
-        merged = merge_schemas(with_latest([schema for schema, _ in prior_groups + staged], lineage),
-                               lineage.as_text if lineage is not None else frozenset())
+        merged = merge_for([schema for schema, _ in prior_groups + staged], lineage)
     except SchemaConflict as exc:
+        types = lineage.sql_types(exc.column) if lineage is not None and exc.column else []
+        changed = f"column {exc.column} changed from {' to '.join(types)} ({exc})" if len(types) > 1 else str(exc)
         raise SchemaConflict(
-            f"{database}.{table}: {exc}, and binlake does not follow how the server converted the rows already "
-            f"there; to go on, bootstrap {database}.{table} from a snapshot taken after the change "
-            f"(python -m spark_jobs.bootstrap)"
+            f"{database}.{table}: {changed}, and binlake does not follow how the server converted the rows already "
+            f"there; to go on, accept it for one run (--accept-type-change {database}.{table}: the values from "
+            f"before the change are then unknown in current) or bootstrap {database}.{table} from a snapshot "
+            f"taken after the change (python -m spark_jobs.bootstrap)"
         ) from None
     key, unique = table_keys(key_columns, merged)
     plan = FoldPlan(tuple(merged.names), key, unique, tuple(_image_names(schema) for schema in versions), lineage)
@@ -1929,7 +1986,7 @@ def _cleared(database: str, table: str, prior_groups: list, lineage: TableLineag
              started: float) -> MaterializeResult:
     """The result of a run that removed every row of the table and logged none since: an empty
     ``current`` in the latest version's columns (the table's own, or, dropped, its last ones)."""
-    merged = merge_schemas([schema for schema, _ in prior_groups], lineage.as_text)
+    merged = merge_for([schema for schema, _ in prior_groups], lineage)
     folder = table_folder(target, "current", database, table)
     scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
     _remove(scratch)

@@ -87,10 +87,15 @@ class TableLineage:
     ``columns``: its column names in order; ``columns_of``: each version's; ``as_text``: the
     columns (old and new names) an ALTER turned from a number into text -- the server wrote each
     integer or DECIMAL as its decimal text, which is Arrow's cast of the value to a string.
+    ``retype``: the user accepted, for this run, the table's type changes whose conversion
+    binlake does not follow; ``retyped`` then names each such column (its latest name) with its
+    old and new SQL type, and the rows of older versions hold it unknown.
     """
 
-    def __init__(self, versions: dict[str, dict], changes: list[dict], latest: str, names: NameChain) -> None:
+    def __init__(self, versions: dict[str, dict], changes: list[dict], latest: str, names: NameChain,
+                 retype: bool = False) -> None:
         self._versions, self._changes, self.names = versions, changes, names
+        self._retype, self.retyped = retype, {}
         self._boundaries = [position(r) for r in changes]
         self.latest, self.latest_key = latest, (latest, self.epoch(_last(versions[latest])))
         self.published: VersionKey | None = None
@@ -169,11 +174,27 @@ class TableLineage:
             return None
         if (old, new) not in self._ways:
             textual: set[str] = set()
-            step = _step(self._versions[old[0]], self._versions[new[0]], self._changes[old[1]:new[1]], textual)
+            step = _step(self._versions[old[0]], self._versions[new[0]], self._changes[old[1]:new[1]], textual,
+                         self.retyped if self._retype else None)
             if step is not None:
                 self._textual |= textual
             self._ways[old, new] = None if step is None else tuple(step[name] for name in self.columns_of[new[0]])
         return self._ways[old, new]
+
+    def sql_types(self, column: str) -> list[str]:
+        """The SQL types the column ``column`` had, in the order of the versions' row changes."""
+        found: list[str] = []
+        for version in sorted(self._versions.values(), key=_first):
+            kind = next((c["sql_type"] for c in version["columns"] if c["name"] == column), None)
+            if kind is not None and kind not in found[-1:]:
+                found.append(kind)
+        return found
+
+    def retyped_types(self) -> dict[str, pa.DataType]:
+        """The Arrow type of each column in :attr:`retyped`, the latest version's."""
+        columns = {c["name"]: c for c in self._versions[self.latest]["columns"]}
+        found = {name: arrow_type(columns[name]["arrow_type"]) for name in self.retyped if name in columns}
+        return {name: kind for name, kind in found.items() if kind is not None}
 
     def latest_fields(self) -> list[pa.Field] | None:
         """The latest version's image columns as Arrow fields (from ``table_schemas``' Arrow type
@@ -353,9 +374,12 @@ def converted_default(value: Any, old_type: str, new_type: str) -> tuple[str, An
     return "unknown", f"a DEFAULT converted from {old_type} to {new_type}"
 
 
-def _step(old: dict, new: dict, changes: list[dict], textual: set[str]) -> dict[str, Source] | None:
+def _step(old: dict, new: dict, changes: list[dict], textual: set[str],
+          retyped: dict[str, tuple[str, str]] | None = None) -> dict[str, Source] | None:
     """Per column of version ``new``, its source in version ``old`` through ``changes`` (None:
-    not followed exactly); the names of the columns turned into text are added to ``textual``."""
+    not followed exactly); the names of the columns turned into text are added to ``textual``.
+    ``retyped``: when given, a type change whose conversion is not followed is accepted: the
+    column is unknown, and added to it with its old and new SQL type."""
     if not changes or any(row["change"] not in (ALTERED, RENAMED) for row in changes):
         return None
     model = _model(old)
@@ -399,9 +423,14 @@ def _step(old: dict, new: dict, changes: list[dict], textual: set[str]) -> dict[
         kind, what = sources[key]
         if kind == "column":
             before = old_columns[what.casefold()]
-            if not _carried(before, column):
-                if not as_text(before, column):
+            if not _carried(before, column) and not as_text(before, column):
+                if retyped is None:
                     return None  # a type change the server's conversion of is not followed
+                retyped[column["name"]] = (before["sql_type"], column["sql_type"])
+                result[column["name"]] = Unknown(f"{before['sql_type']} changed to {column['sql_type']}, accepted "
+                                                 "without the server's conversion")
+                continue
+            if not _carried(before, column):
                 textual |= {before["name"], column["name"]}
             result[column["name"]] = FromColumn(what)
         elif kind == "value":
@@ -421,12 +450,12 @@ def _in_chain(database: str, names: NameChain, table: str, at: tuple, *, until_e
 
 
 def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: str, table: str,
-                  published: Iterable[dict] = ()) -> TableLineage | None:
+                  published: Iterable[dict] = (), *, retype: bool = False) -> TableLineage | None:
     """The lineage of ``database.table`` from its versions (``table_schemas`` rows of every run),
     schema changes (``schema_changes`` rows) and the versions the warehouse held before the run
     (``published``, the ``table_schemas`` rows of the runs before), over the names it had
     (:func:`~spark_jobs.table_names.names_of`); None when it has one name, one version and no
-    schema change after its first row change, or no version."""
+    schema change after its first row change, or no version. ``retype``: see :class:`TableLineage`."""
     changes = list(changes)
     names = names_of(changes, database, table)
 
@@ -444,7 +473,7 @@ def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: s
     if len(versions) == 1 and len(names.segments) == 1 and bisect.bisect_right([position(r) for r in rows], _first(latest)) == len(rows) \
             and names.segments[-1].cleared is None:
         return None  # one name, one version, no schema change of the table since its first row change
-    lineage = TableLineage(versions, rows, latest["schema_id"], names)
+    lineage = TableLineage(versions, rows, latest["schema_id"], names, retype)
     before = mine(published)
     if before:
         newest = max(before.values(), key=_last)
