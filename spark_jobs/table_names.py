@@ -64,23 +64,22 @@ def clears(row: dict, database: str, table: str) -> bool:
     if row["change"] in (TRUNCATED, DROPPED, RENAMED):
         return True
     if row["change"] == ALTERED:  # ALTER TABLE ... RENAME TO another name
-        return any(new != table for _, new in renamed_to(row))
+        return any((new_database or database, new) != (database, table) for new_database, new in renamed_to(row))
     if row["change"] in (CREATED, CREATED_LIKE):  # IF NOT EXISTS: a no-op where the table was there
         created = ddl.parse(row["statement"], row["database"], sql_mode=row["sql_mode"] or 0)
         return isinstance(created, (TableCreated, TableCreatedLike)) and not created.if_not_exists
     return False
 
 
-def _renamed_into(changes: Sequence[dict], database: str, table: str, before: tuple | None) -> dict | None:
-    """The last rename that gave ``database.table`` its name before ``before`` (None: anywhere)."""
-    found = None
-    for row in changes:
-        if before is not None and position(row) >= before:
-            break
+def _renamed_into(changes: Sequence[dict], database: str, table: str, before: int) -> int | None:
+    """Where in ``changes`` (log order; the rows of one statement in its order) the last rename
+    that gave ``database.table`` its name before ``changes[before]`` is, None when there is none."""
+    for index in range(before - 1, -1, -1):
+        row = changes[index]
         if row["database"] == database and row["table"] != table and any(
                 (new_database or database, new) == (database, table) for new_database, new in renamed_to(row)):
-            found = row
-    return found
+            return index
+    return None
 
 
 class NameChain:
@@ -134,21 +133,19 @@ class NameChain:
 
 def names_of(changes: Iterable[dict], database: str, table: str) -> NameChain:
     """The chain of names of ``database.table`` through the renames of ``changes``
-    (``schema_changes`` rows), with the statements that removed its rows in each segment."""
-    changes = sorted(changes, key=position)
-    ends: list[tuple[str, tuple | None]] = [(table, None)]
-    starts: list[tuple | None] = []
+    (``schema_changes`` rows; those of one statement in its order, as each run writes them), with
+    the statements that removed its rows in each segment. Renames from another database are not
+    followed: the table starts at the rename there."""
+    changes = sorted(changes, key=position)  # stable: a statement's rows keep their order
+    ends: list[tuple[str, int]] = [(table, len(changes))]  # each name, and the rename that ends it
     while len(ends) <= MAX_RENAMES:
-        name, end = ends[0]
-        rename = _renamed_into(changes, database, name, end)
-        starts.insert(0, None if rename is None else position(rename))
+        rename = _renamed_into(changes, database, ends[0][0], ends[0][1])
         if rename is None:
             break
-        ends.insert(0, (rename["table"], position(rename)))
-    if len(starts) < len(ends):
-        starts.insert(0, None)
+        ends.insert(0, (changes[rename]["table"], rename))
+    bounds = [None] + [position(changes[at]) for _, at in ends[:-1]]  # where each segment starts and ends
     segments = []
-    for (name, end), start in zip(ends, starts):
+    for (name, _), start, end in zip(ends, bounds, bounds[1:] + [None]):
         within = [position(row) for row in changes if clears(row, database, name)
                   and (start is None or position(row) > start) and (end is None or position(row) < end)]
         segments.append(Segment(name, start, end, max(within, default=None)))
