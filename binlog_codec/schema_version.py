@@ -61,10 +61,11 @@ from .schema_change import (
     Operation,
     SetPrimaryKey,
     TableAltered,
+    TableCreated,
     TableName,
 )
 from .table_map import ColumnType, TableMap
-from .table_model import ColumnModel, TableModel, column_definition, create_statement
+from .table_model import ColumnModel, TableModel, create_statement
 
 ALTERED = "altered"  # the ``change`` of a metadata/schema_changes row of an ALTER TABLE
 
@@ -82,19 +83,45 @@ _UNMODELLED_WORDS = frozenset({"UNIQUE", "SERIAL", "VISIBLE", "INVISIBLE"})
 _KEY_LIMIT_OPTIONS = frozenset({"ENGINE", "TYPE", "ROW_FORMAT"})
 
 
-def version_after(version: dict, changes: Sequence[dict]) -> dict | None:
+def version_after(version: dict, changes: Sequence[dict], table_default: tuple[str, str] | None = None,
+                  primary_key_declared: bool = False) -> dict | None:
     """The table_schemas row (binlog_codec.arrow.table_schema_row's dict: schema_id, database, table, flavour,
     metadata_level, columns, primary_key) of the table version the server logs after the schema changes
     ``changes`` (metadata/schema_changes rows: keys statement, database, sql_mode, change, table) applied to
-    ``version`` (a table_schemas row); None when that is not known exactly."""
+    ``version`` (a table_schemas row); None when that is not known exactly. ``table_default``: the
+    table's default character set and collation when known (:func:`table_default`), which a
+    column added without its own takes; ``primary_key_declared``: whether the version's primary
+    key is one a statement declared (PRIMARY KEY), not a UNIQUE key the server logs as one."""
     flavour = version["flavour"]
     model = _faithful_model(version)
-    declared = False  # whether the statements set the PRIMARY KEY the table map logs
+    if model is not None and table_default is not None:
+        model = replace(model, charset=table_default[0], collation=table_default[1])
+    declared = primary_key_declared  # whether a statement set the PRIMARY KEY the table map logs
     for row in changes:
         if model is None:
             return None
         model, declared = _step(model, row, flavour, declared)
     return model and _version_of(model, flavour)
+
+
+def table_default(created: dict, first: dict) -> tuple[str, str] | None:
+    """The default character set and collation of a table, from its CREATE TABLE statement
+    (``created``, a schema_changes row) and the first version the server logged after it
+    (``first``, a table_schemas row, no schema change between): those the version shows for a
+    character column the statement declared without a character set or collation of its own
+    (the table's, whether the statement named them or the database's default gave them). None
+    when the statement declares no such column: the log does not say."""
+    change = ddl.parse(created["statement"], created["database"], sql_mode=created["sql_mode"] or 0)
+    if not isinstance(change, TableCreated):
+        return None
+    logged = {column["name"].casefold(): column for column in first["columns"] if column["name"]}
+    for column in change.model.columns:
+        plain = column.has_charset and column.charset is None and column.collation is None
+        plain = plain and " BINARY" not in column.type.upper()  # VARCHAR(n) BINARY: the character set's _bin collation
+        found = logged.get(column.name.casefold()) if plain else None
+        if found is not None and found["charset"] and found["collation"]:
+            return found["charset"], found["collation"]
+    return None
 
 
 def model_of_version(version: dict) -> TableModel:
@@ -225,7 +252,7 @@ def _followed(operation: Operation, model: TableModel, flavour: str, declared: b
     if isinstance(operation, AddColumn):
         return _defined(operation.column)
     if isinstance(operation, ChangeColumn):
-        return _defined(operation.column) and not _wide(operation.column, flavour) and (
+        return _defined(operation.column) and not _wide(operation.column, model, flavour) and (
             declared or _keeps_keys(model, operation))
     if isinstance(operation, DropColumn):
         return declared or flavour == "mariadb"
@@ -243,9 +270,11 @@ def _defined(column: ColumnModel) -> bool:
     return not any(value.kind == "string" and value.text.endswith(" ") for value in values)
 
 
-def _wide(column: ColumnModel, flavour: str) -> bool:
-    """Whether a UNIQUE key over the column may be too long for the engine (MariaDB makes it a hash key)."""
-    [mapped] = table_map_of(f"CREATE TABLE t ({column_definition(column)})", database="", flavour=flavour).columns
+def _wide(column: ColumnModel, model: TableModel, flavour: str) -> bool:
+    """Whether a UNIQUE key over the column (of the table ``model``, whose default character set
+    it may take) may be too long for the engine (MariaDB makes it a hash key)."""
+    alone = create_statement(TableModel(None, "t", (column,), (), model.charset, model.collation))
+    [mapped] = table_map_of(alone, database="", flavour=flavour).columns
     if mapped.real_type in _WIDE_TYPES:
         return True
     return mapped.real_type in (ColumnType.STRING, ColumnType.VARCHAR) and mapped.length > _MAX_KEY_PART_BYTES

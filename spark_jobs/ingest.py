@@ -69,7 +69,8 @@ from spark_jobs.expectations import verdict
 from spark_jobs.layout import name_of, path_part, table_folder
 from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import Inherited, SchemaConflict, materialize
-from spark_jobs.table_names import position
+from spark_jobs.table_names import IN_RUN, position
+from spark_jobs.version_lineage import FIRST_IN_RUN, LAST_IN_RUN
 from spark_jobs.positions import ContinuityError, after_checkpoint
 from spark_jobs.session import build_session
 from spark_jobs.source_files import list_source, plain_binlogs
@@ -279,10 +280,14 @@ class RunSchemas:
 
 
 def run_schemas(decoded: DecodeResult, root: Path) -> RunSchemas:
+    """The run's :class:`RunSchemas`; the rows of the run's own binlogs are marked as such (the
+    keys of :data:`spark_jobs.table_names.IN_RUN`, :data:`spark_jobs.version_lineage.FIRST_IN_RUN`
+    and ``LAST_IN_RUN``, never written): they come after those of every run before."""
     published = _published_rows(root, "table_schemas")
-    staged_changes = _staged_rows(decoded.schema_changes)
+    staged_changes = [{**row, IN_RUN: True} for row in _staged_rows(decoded.schema_changes)]
     history = _published_rows(root, schema_history.SCHEMA_CHANGES) + staged_changes
-    versions = merge_table_schemas(published, _staged_rows(decoded.table_schemas))
+    staged = [{**row, FIRST_IN_RUN: True, LAST_IN_RUN: True} for row in _staged_rows(decoded.table_schemas)]
+    versions = merge_table_schemas(published, staged)
     derived = version_lineage.derived_versions(versions, history)
     if derived:
         versions = merge_table_schemas(versions, derived)

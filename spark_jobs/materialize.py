@@ -84,7 +84,10 @@ last seen before it (the ALTER gave them a DEFAULT the log does not hold). This
 step records nothing about schemas (``metadata/table_schemas`` is written
 elsewhere); :class:`MergedSchema` is the merged schema it used.
 
-Following the DDL (``lineage``, :func:`in_latest_version`). Given the table's
+Following the DDL (``lineage``, :func:`in_latest_version`). A table version is
+its ``_schema_id`` in an epoch of the table's schema changes
+(:data:`~spark_jobs.version_lineage.VersionKey`), so that a table back in an
+earlier shape is carried through the DDL between. Given the table's
 :class:`~spark_jobs.version_lineage.TableLineage` (its versions and the ALTER
 TABLE statements logged between them, from ``metadata/table_schemas`` and
 ``metadata/schema_changes``), ``current`` holds the latest version's columns
@@ -96,7 +99,10 @@ column's Arrow type; a nullable column without DEFAULT: NULL), a renamed column
 widened, an integer or DECIMAL column turned into text its decimal text (the
 column is text in every row of the merged schema then, ``as_text`` of the
 lineage; any other type change that is no widening is a :class:`SchemaConflict`
-naming the table, column, both types and the way forward), a dropped column is gone; a DEFAULT the server computed
+naming the table, column, both types and the way forward, unless the user
+accepted it for the run: then the column has the latest type and its values of
+other types are null, their text in ``_unrepresentable``, unknown in ``current``,
+``merged.retyped``), a dropped column is gone; a DEFAULT the server computed
 (CURRENT_TIMESTAMP, an expression, AUTO_INCREMENT, a NOT NULL column without
 DEFAULT, a literal whose conversion is not exactly known) is null and named in
 ``_incomplete_columns``. Such a row takes the latest ``_schema_id`` (the
@@ -109,6 +115,14 @@ update or delete of a key last seen before an ALTER): the state is carried to th
 change's version first (``FoldPlan.lineage``). ``changes`` rows are never rewritten:
 each has the columns of the version it was logged under. Without a lineage (a
 table of one version) ``current`` has every version's columns, as above.
+
+Statements that remove every row (TRUNCATE, DROP TABLE, DROP DATABASE, CREATE
+TABLE, a RENAME TABLE away, :mod:`spark_jobs.table_names`) leave out of
+``current`` each row last changed before them (:func:`kept`); one of the run
+leaves the ``current`` files out of the fold. A table renamed in the run
+(``inherited``) folds the rows of its earlier names as state: their ``current``
+files and the run's row changes logged under them before the rename, which stay
+the changes of the old name (:func:`own_changes`).
 
 How (Spark, :func:`materialize`). Spark runs three waves of Python tasks over
 the table's files (staged files and the ``current`` files, grouped by Parquet
@@ -154,11 +168,6 @@ Limits, each a consequence of what the staged rows do not say:
 * A before-image does not record which columns it carried, so a null non-key
   value in it is not used: a FULL delete of a key with no previous state names
   its NULL columns incomplete.
-* A table that returns to an earlier shape (a column dropped, then added again
-  with the same definition) gets that shape's ``_schema_id`` back: the rows of
-  ``current`` last changed under the earlier shape look like the latest version,
-  are not carried, and keep the values they had, where the server gave the
-  column added again its DEFAULT.
 * Without a primary key, a MINIMAL insert that leaves columns out (their DEFAULTs
   unknown) cannot be found by later before-images, which hold those DEFAULTs; its
   row stays in ``current`` beside the updated one. Float keys that are NaN never
@@ -688,7 +697,7 @@ class _Fold:
         self.out_stale: dict[int, set[int]] = {}
         self.version_keys: list[VersionKey] | None = None  # per row, its table version (only with a lineage)
         if plan.lineage is not None and SCHEMA_ID in table.column_names:
-            codes, keys = row_versions(table, plan.lineage)
+            codes, keys = row_versions(table, plan.lineage, self.prior)
             self.version_keys = [keys[code] for code in codes.tolist()]
 
     # -- inputs ---------------------------------------------------------------
@@ -1173,8 +1182,9 @@ def kept(rows: pa.Table, lineage: TableLineage, prior: np.ndarray) -> np.ndarray
     a statement of the run removed are not read), or one whose last change was logged under a
     name of the table and after every statement that removed its rows
     (:meth:`~spark_jobs.version_lineage.TableLineage.kept`)."""
-    ids = _schema_ids(rows)
-    return prior | lineage.kept(ids, rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(),
+    if prior.all():
+        return prior
+    return prior | lineage.kept(_schema_ids(rows), rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(),
                                 rows.column(POS).to_pylist())
 
 
@@ -1191,9 +1201,10 @@ def _schema_ids(rows: pa.Table) -> list[str | None]:
     return (pc.cast(ids, pa.string()) if pa.types.is_dictionary(ids.type) else ids).to_pylist()
 
 
-def row_versions(rows: pa.Table, lineage: TableLineage) -> tuple[np.ndarray, list[VersionKey]]:
+def row_versions(rows: pa.Table, lineage: TableLineage, prior: np.ndarray) -> tuple[np.ndarray, list[VersionKey]]:
     """Per row, the number of its table version in the list returned: its ``_schema_id`` in the
-    epoch of its log position (:meth:`~spark_jobs.version_lineage.TableLineage.row_epochs`)."""
+    epoch of its log position (:meth:`~spark_jobs.version_lineage.TableLineage.row_epochs`;
+    ``prior``: per row, whether it is a row of ``current``, logged before the run)."""
     ids = rows.column(SCHEMA_ID)
     ids = pc.cast(ids, pa.string()) if pa.types.is_dictionary(ids.type) else ids
     encoded = pc.dictionary_encode(ids.combine_chunks()) if rows.num_rows else pa.array([], pa.dictionary(pa.int32(), pa.string()))
@@ -1203,18 +1214,19 @@ def row_versions(rows: pa.Table, lineage: TableLineage) -> tuple[np.ndarray, lis
     if lineage.published is not None and lineage.published[0] in names:
         published = id_codes == names.index(lineage.published[0])
     epochs = lineage.row_epochs(published, rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(),
-                                rows.column(POS).to_pylist())
+                                rows.column(POS).to_pylist(), ~prior)
     width = int(epochs.max(initial=0)) + 1
     distinct, codes = np.unique(id_codes * width + epochs, return_inverse=True)
     return codes.reshape(-1), [(names[pair // width], int(pair % width)) for pair in distinct.tolist()]
 
 
-def in_latest_version(rows: pa.Table, lineage: TableLineage | None) -> pa.Table:
+def in_latest_version(rows: pa.Table, lineage: TableLineage | None, prior: np.ndarray | None = None) -> pa.Table:
     """The latest rows of a table (image columns, then change columns) as the server reads them after
     the DDL logged since each row's version: per :class:`~spark_jobs.version_lineage.TableLineage`,
     a column a later ALTER added takes its DEFAULT (named in ``_incomplete_columns`` where that is
     not knowable), a renamed column its old values, a dropped column goes; such a row's
-    ``_schema_id`` becomes the latest version's, whose columns it now holds. Without a lineage
+    ``_schema_id`` becomes the latest version's, whose columns it now holds. ``prior``: per row,
+    whether it is a row of ``current`` the run did not change (None: none is). Without a lineage
     (one version, or a column of the latest one missing) the rows are returned as they are."""
     if lineage is None or not set(lineage.columns) <= set(rows.column_names) or SCHEMA_ID not in rows.column_names:
         return rows
@@ -1223,7 +1235,7 @@ def in_latest_version(rows: pa.Table, lineage: TableLineage | None) -> pa.Table:
     ids = rows.column(SCHEMA_ID)
     if pa.types.is_dictionary(ids.type):
         ids = pc.cast(ids, ids.type.value_type)
-    codes, keys = row_versions(rows, lineage)
+    codes, keys = row_versions(rows, lineage, np.zeros(rows.num_rows, dtype=bool) if prior is None else prior)
     masks = {key: pa.array(codes == code) for code, key in enumerate(keys) if key != lineage.latest_key}
     columns = {name: rows.column(name).combine_chunks() for name in lineage.columns}
     unknown: dict[VersionKey, list[str]] = {}  # per version, the latest columns it cannot know
@@ -1434,8 +1446,7 @@ def materialize_tables(
     latest = _sorted(folded.filter(folded.column(FINAL)).drop_columns([COMMIT_DATE, FINAL]))
     if lineage is not None:
         latest = _where(latest, kept(latest, lineage, _flags(latest, PRIOR)))
-    latest = latest.drop_columns([PRIOR])
-    return FoldResult(changes, in_latest_version(latest, lineage), merged)
+    return FoldResult(changes, in_latest_version(latest.drop_columns([PRIOR]), lineage, _flags(latest, PRIOR)), merged)
 
 
 # -- files ----------------------------------------------------------------------
@@ -1583,8 +1594,8 @@ def _batches(source: _Input, columns: Iterable[str] | None = None, before: Seque
 def _within(rows: pa.Table, since: tuple | None, until: tuple) -> np.ndarray:
     """Per row, whether it was logged after ``since`` (None: any time) and before ``until``."""
     places = zip(rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(), rows.column(POS).to_pylist())
-    return np.array([(since is None or place > since) and place < until for place in (order(*each) for each in places)],
-                    dtype=bool)
+    return np.array([(since is None or place > since) and place < until
+                     for place in (order(*each, in_run=True) for each in places)], dtype=bool)
 
 
 def _read_input(source: _Input, merged: MergedSchema) -> Iterator[pa.Table]:
@@ -1795,9 +1806,10 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
     if final.any() and table.lineage is not None:
         final &= kept(output, table.lineage, prior)
     if final.any() and table.lineage is not None:
-        latest = _where(output, final)
+        latest = _where(output.append_column(PRIOR, pa.array(prior)), final)
         latest = latest if _in_order(_order_keys(latest)) else _sorted(latest)
-        write_parquet(in_latest_version(latest, table.lineage), f"{table.scratch}/current/{name}")
+        write_parquet(in_latest_version(latest.drop_columns([PRIOR]), table.lineage, _flags(latest, PRIOR)),
+                      f"{table.scratch}/current/{name}")
     elif final.any():
         if _in_order([key[final] for key in _order_keys(output)]):
             write_parquet(output, f"{table.scratch}/current/{name}", keep=final)

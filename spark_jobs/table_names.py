@@ -25,16 +25,21 @@ from binlog_codec.schema_change import TableCreated, TableCreatedLike
 from .schema_history import ALTERED, CREATED, CREATED_LIKE, DATABASE_DROPPED, DROPPED, RENAMED, TRUNCATED, renamed_to
 
 MAX_RENAMES = 64  # a chain longer than this is cut there (its older names' rows are not followed)
+# A key a run sets on the ``schema_changes`` rows its own binlogs logged (never written): they
+# come after every row of the runs before, whatever their positions (a failover may bring lower
+# file numbers), and positions are only compared within a run or within the runs before.
+IN_RUN = "_in_run"
 
 
-def order(seq: int | None, file: str | None, pos: int | None) -> tuple:
-    """A log position as a tuple that sorts in log order (a file without a number first)."""
-    return (seq or 0, file or "", pos or 0)
+def order(seq: int | None, file: str | None, pos: int | None, in_run: bool = False) -> tuple:
+    """A log position as a tuple that sorts in log order: the runs before first, then the run's
+    own (``in_run``); in each, by file number (a file without one first), file and offset."""
+    return (int(bool(in_run)), seq or 0, file or "", pos or 0)
 
 
 def position(row: dict) -> tuple:
     """Where a ``schema_changes`` row was logged (:func:`order`)."""
-    return order(row["_binlog_seq"], row["_binlog_file"], row["_binlog_pos"])
+    return order(row["_binlog_seq"], row["_binlog_file"], row["_binlog_pos"], bool(row.get(IN_RUN)))
 
 
 @dataclass(frozen=True)

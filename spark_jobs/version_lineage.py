@@ -31,13 +31,20 @@ import numpy as np
 import pyarrow as pa
 
 from binlog_codec import column_lineage, ddl, schema_apply
-from binlog_codec.schema_version import version_after
+from binlog_codec.schema_version import table_default, version_after
 from binlog_codec.column_default import Literal
-from binlog_codec.schema_change import TableAltered, TablesRenamed
+from binlog_codec.schema_change import (
+    ConvertCharset,
+    DropPrimaryKey,
+    TableAltered,
+    TableCreated,
+    TableDefaults,
+    TablesRenamed,
+)
 from binlog_codec.table_model import ColumnModel, TableModel
 
-from .schema_history import ALTERED, DATABASE_DROPPED, RENAMED, SHAPING
-from .table_names import NameChain, names_of, order as _order, position
+from .schema_history import ALTERED, CREATED, DATABASE_DROPPED, RENAMED, SHAPING
+from .table_names import IN_RUN, NameChain, names_of, order as _order, position
 
 
 
@@ -114,23 +121,27 @@ class TableLineage:
         """The epoch of a row change logged at ``position`` (``_order``'s tuple)."""
         return bisect.bisect_right(self._boundaries, position)
 
-    def epochs(self, seqs: list, files: list, positions: list) -> np.ndarray:
-        """The epoch of each row change, from its ``_binlog_seq``, ``_binlog_file`` and ``_binlog_pos``."""
+    def epochs(self, seqs: list, files: list, positions: list, in_run: np.ndarray) -> np.ndarray:
+        """The epoch of each row change, from its ``_binlog_seq``, ``_binlog_file`` and
+        ``_binlog_pos`` and whether the run's own binlogs logged it (``in_run``)."""
         if not self._boundaries:
             return np.zeros(len(positions), dtype=np.int64)
-        if None not in seqs and all(seq is not None for seq, _, _ in self._boundaries):
-            # One integer per position (a file's offsets stay far below 2**40): one sorted search.
-            bounds = np.array([(seq << 40) + pos for seq, _, pos in self._boundaries], dtype=np.int64)
-            return np.searchsorted(bounds, (np.array(seqs, dtype=np.int64) << 40) + np.array(positions, dtype=np.int64),
-                                   side="right")
-        return np.fromiter((self.epoch(_order(seq, file, pos)) for seq, file, pos in zip(seqs, files, positions)),
-                           dtype=np.int64, count=len(positions))
+        if None not in seqs and all(seq is not None for _, seq, _, _ in self._boundaries):
+            # One integer per position (a file's offsets stay below 2**40, its number below 2**21):
+            # one sorted search.
+            bounds = np.array([(run << 61) + (seq << 40) + pos for run, seq, _, pos in self._boundaries], dtype=np.int64)
+            keys = (np.asarray(in_run, dtype=np.int64) << 61) + (np.array(seqs, dtype=np.int64) << 40) \
+                + np.array(positions, dtype=np.int64)
+            return np.searchsorted(bounds, keys, side="right")
+        places = zip(seqs, files, positions, in_run.tolist())
+        return np.fromiter((self.epoch(_order(*place)) for place in places), dtype=np.int64, count=len(positions))
 
-    def row_epochs(self, schema_ids: np.ndarray, seqs: list, files: list, positions: list) -> np.ndarray:
+    def row_epochs(self, schema_ids: np.ndarray, seqs: list, files: list, positions: list,
+                   in_run: np.ndarray) -> np.ndarray:
         """The epoch of the version each row holds: its position's, or for a row of the
         ``published`` version's ``_schema_id`` at least that version's (``schema_ids``: per row,
         whether it has that id)."""
-        epochs = self.epochs(seqs, files, positions)
+        epochs = self.epochs(seqs, files, positions, in_run)
         if self.published is not None:
             epochs = np.where(schema_ids, np.maximum(epochs, self.published[1]), epochs)
         return epochs
@@ -145,7 +156,7 @@ class TableLineage:
         (:meth:`~spark_jobs.table_names.NameChain.kept`)."""
         names = {schema_id: self.table_of(schema_id) for schema_id in set(schema_ids)}
         return self.names.kept([names[schema_id] for schema_id in schema_ids],
-                               [_order(seq, file, pos) for seq, file, pos in zip(seqs, files, positions)])
+                               [_order(seq, file, pos, True) for seq, file, pos in zip(seqs, files, positions)])
 
     def own(self, schema_ids: list) -> np.ndarray:
         """Per row change, whether it was logged under the table's own name (not one it had
@@ -213,14 +224,19 @@ class TableLineage:
                      for name in self.columns)
 
 
+# Keys a run sets on the ``table_schemas`` rows (never written): whether the version's first or
+# last row change seen is in the run's own binlogs (see :data:`spark_jobs.table_names.IN_RUN`).
+FIRST_IN_RUN, LAST_IN_RUN = "first_in_run", "last_in_run"
+
+
 def _first(version: dict) -> tuple:
-    return _order(version["first_seq"], version["first_file"], version["first_pos"])
+    return _order(version["first_seq"], version["first_file"], version["first_pos"], version.get(FIRST_IN_RUN, False))
 
 
 def _last(version: dict) -> tuple:
     if version.get("last_pos") is None:
         return _first(version)
-    return _order(version["last_seq"], version["last_file"], version["last_pos"])
+    return _order(version["last_seq"], version["last_file"], version["last_pos"], version.get(LAST_IN_RUN, False))
 
 
 def _neighbours(keys: list[VersionKey]) -> list[tuple[VersionKey, VersionKey]]:
@@ -500,15 +516,45 @@ def derived_versions(versions: Iterable[dict], changes: Iterable[dict]) -> list[
                  and r["change"] in SHAPING and position(r) > _last(version)]
         if not after or any(r["change"] != ALTERED or r["table"] != table for r in after):
             continue
-        row = version_after(version, after)
+        row = version_after(version, after, *_creation(versions, changes, database, table))
         if row is not None and row["schema_id"] != version["schema_id"]:  # not an ALTER that left the rows' shape
             found.append(_seen_at(row, after[-1]))
     return found
 
 
+def _creation(versions: Iterable[dict], changes: list[dict], database: str, table: str) -> tuple[tuple[str, str] | None, bool]:
+    """What the table's last CREATE TABLE in ``changes`` (log order) says that its table maps do
+    not: its default character set and collation (from the version logged right after it,
+    :func:`binlog_codec.schema_version.table_default`; None when the log does not say, or an
+    ALTER since changed them), and whether it declared its PRIMARY KEY (no ALTER since dropped it)."""
+    mine = [r for r in changes if r["database"] == database and r["table"] == table and r["change"] in SHAPING]
+    at = next((at for at in range(len(mine) - 1, -1, -1) if mine[at]["change"] == CREATED), None)
+    if at is None:
+        return None, False
+    created, since = mine[at], [_operations(row) for row in mine[at + 1:]]
+    change = ddl.parse(created["statement"], created["database"], sql_mode=created["sql_mode"] or 0)
+    declared = isinstance(change, TableCreated) and bool(change.model.primary_key) and not any(
+        isinstance(operation, DropPrimaryKey) for operations in since for operation in operations)
+    if any(isinstance(operation, (TableDefaults, ConvertCharset)) for operations in since for operation in operations):
+        return None, declared
+    end = position(mine[at + 1]) if at + 1 < len(mine) else None
+    first = [v for v in versions if v["database"] == database and v["table"] == table and v["first_pos"] is not None
+             and position(created) < _first(v) and (end is None or _first(v) < end)]
+    return (None if not first else table_default(created, min(first, key=_first))), declared
+
+
+def _operations(row: dict) -> tuple:
+    """The operations of an ALTER TABLE row (none for another statement)."""
+    if row["change"] != ALTERED:
+        return ()
+    change = ddl.parse(row["statement"], row["database"], sql_mode=row["sql_mode"] or 0)
+    return change.operations if isinstance(change, TableAltered) else ()
+
+
 def _seen_at(row: dict, change: dict) -> dict:
     """A derived version's ``table_schemas`` row, seen (first and last) where ``change`` was logged."""
-    seen = {"file": change["_binlog_file"], "seq": change["_binlog_seq"], "pos": change["_binlog_pos"], "inner_offset": None}
+    seen = {"file": change["_binlog_file"], "seq": change["_binlog_seq"], "pos": change["_binlog_pos"], "inner_offset": None,
+            "in_run": bool(change.get(IN_RUN))}
     positions = {f"{which}_{part}": value for which in ("first", "last") for part, value in seen.items()}
     return {**row, **positions, "rows": 0, "ddl": change["statement"],
             "ddl_position": f"{change['_binlog_file']}:{change['_binlog_pos']}"}

@@ -44,6 +44,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
@@ -71,6 +72,9 @@ SOURCES = [
     ("osheroff__mysql-binlog-connector-java/mysql-bin.aurora-padding", "ends inside a transaction"),
 ]
 METADATA_TABLES = ("table_schemas", "transactions", "schema_changes", "runs")
+# The second fixture's CREATE TABLE t removes the rows of the first's; its insert, update and
+# delete leave none.
+EMPTY = {"current/mysql/t"}
 PARTITION_COLUMNS = {"commit_date"}
 # What binlog-codec metadata --json says about a column, compared with table_schemas as it is.
 COLUMN_FIELDS = (
@@ -182,14 +186,19 @@ def canonical_rows(rows: list[dict]) -> list[str]:
 
 
 def read_pyarrow(folder: Path) -> tuple[list[str], list[dict]]:
-    table = ds.dataset(folder, format="parquet", partitioning="hive").to_table()
+    """The files of a folder by column name (a table's runs may have written other columns)."""
+    found = ds.dataset(folder, format="parquet", partitioning="hive")
+    files = pa.unify_schemas([fragment.physical_schema for fragment in found.get_fragments()])
+    schema = pa.unify_schemas([files, found.schema])  # and the partition column, last
+    table = ds.dataset(folder, format="parquet", partitioning="hive", schema=schema).to_table()
     return table.column_names, table.to_pylist(maps_as_pydicts="strict")
 
 
 def read_duckdb(folder: Path) -> tuple[list[str], list[dict]]:
     with duckdb.connect() as connection:
         connection.execute("SET TimeZone = 'UTC'")
-        relation = connection.sql(f"SELECT * FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true)")
+        relation = connection.sql(
+            f"SELECT * FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true, union_by_name = true)")
         names = list(relation.columns)
         return names, [dict(zip(names, row)) for row in relation.fetchall()]
 
@@ -211,7 +220,7 @@ def spark_value(value, data_type: T.DataType):
 
 
 def read_spark(spark, folder: Path) -> tuple[list[str], list[dict]]:
-    frame = spark.read.parquet(str(folder))
+    frame = spark.read.option("mergeSchema", "true").parquet(str(folder))
     return frame.columns, [spark_value(row, frame.schema) for row in frame.collect()]
 
 
@@ -299,7 +308,7 @@ def test_pyarrow_duckdb_and_spark_read_the_same(spark, warehouse, area):
     for folder in folders:
         where = folder.relative_to(warehouse)
         names, rows = read_pyarrow(folder)
-        assert rows, f"{where}: no rows"
+        assert bool(rows) != (str(where) in EMPTY), f"{where}: {len(rows)} rows"
         expected = canonical_rows(rows)
         for reader, (other_names, other_rows) in {
             "DuckDB": read_duckdb(folder),

@@ -1,8 +1,8 @@
 """``current`` follows table DDL as the server applies it: MariaDB is the oracle.
 
 A database of its own gets the tables ``t`` and ``k`` (100 rows each) and ``w`` and ``x``
-(20 rows each), then goes through these statements, each DDL statement in a binlog file of its
-own, with row changes in between, so that most rows are never touched after the DDL:
+(20 rows each), then goes through these statements, with row changes in between, so that most
+rows are never touched after the DDL:
 
 - ``t`` returns to an earlier shape: ``DROP COLUMN b``, a row change, then ``ADD COLUMN b`` with
   the definition ``b`` had at first (the table map equals the first version's) and a change of
@@ -19,7 +19,9 @@ own, with row changes in between, so that most rows are never touched after the 
 - ``DROP TABLE x`` (in a file of its own), then ``CREATE TABLE x`` again with another shape and
   rows.
 
-The log is ingested in one run, and in one run per binlog file. After every run, for every
+After the tables are created and filled (one binlog file), each statement is logged in a
+binlog file of its own. The log is ingested in one run, and in one run per binlog file, that
+is one run per statement. After every run, for every
 table the server has, ``current`` has the server's columns in its order and equals ``SELECT *``
 value for value, no column named in ``_incomplete_columns``; a table dropped or renamed away
 holds no rows in ``current`` (no folder counts as no rows). The workload runs twice: with FULL
@@ -61,7 +63,7 @@ FIRST = [
     "INSERT INTO w VALUES " + ", ".join(f"({i}, 'w{i}')" for i in range(1, 21)),
     "INSERT INTO x VALUES " + ", ".join(f"({i}, {i}, 'x{i}')" for i in range(1, 21)),
 ]
-# One binlog file each: (label, statements). A DDL statement comes first in its file.
+# (label, statements): the first entry in one binlog file, then a binlog file per statement.
 FILES = [
     ("create and fill t, k, w, x", FIRST),
     ("t: DROP COLUMN b", ["ALTER TABLE t DROP COLUMN b", "UPDATE t SET a = -1 WHERE id = 1"]),
@@ -113,35 +115,43 @@ class Difference:
 @dataclass(frozen=True)
 class Workload:
     database: str
-    files: list[Path]
+    files: list[Path]  # the first entry of FILES in one file, then a file per statement
+    entries: list[int]  # per file, its entry of FILES
     states: list[dict[str, tuple[list[str], dict[str, list[str]]]]]  # after each file: SELECT * per table
     gone: list[set[str]]  # after each file: the tables the server had and has no more
+
+    def last_file(self, entry: int) -> int:
+        """The last file of an entry of FILES."""
+        return max(at for at, each in enumerate(self.entries) if each == entry)
 
 
 @pytest.fixture(scope="module", params=["FULL", "MINIMAL"])
 def workload(request, mariadb, tmp_path_factory) -> Workload:
-    """The database, its binlog files (one per entry of ``FILES``) and the server's tables after each."""
+    """The database, its binlog files (the first entry of ``FILES`` in one, then one per statement)
+    and the server's tables after each."""
     database = f"table_ddl_{request.param.lower()}"
     mariadb.sql("SET GLOBAL binlog_row_metadata = FULL")
     mariadb.flush_logs()
     first = mariadb.current_binlog()
     mariadb.sql(f"CREATE DATABASE {database}")
-    states, gone, seen = [], [], set()
-    for _, statements in FILES:
-        mariadb.sql(";\n".join(logged_as(s, request.param) for s in statements) + ";", database=database)
-        tables = mariadb.sql("SHOW TABLES", database=database).splitlines()[1:]
-        seen.update(tables)
-        states.append({table: server_rows(mariadb, database, table) for table in tables})
-        gone.append(seen - set(tables))
-        mariadb.flush_logs()
+    entries, states, gone, seen = [], [], [], set()
+    for entry, (_, statements) in enumerate(FILES):
+        for part in [statements] if entry == 0 else [[statement] for statement in statements]:
+            mariadb.sql(";\n".join(logged_as(s, request.param) for s in part) + ";", database=database)
+            tables = mariadb.sql("SHOW TABLES", database=database).splitlines()[1:]
+            seen.update(tables)
+            entries.append(entry)
+            states.append({table: server_rows(mariadb, database, table) for table in tables})
+            gone.append(seen - set(tables))
+            mariadb.flush_logs()
     folder = tmp_path_factory.mktemp("table-ddl-source")
     files = []
     for binlog in mariadb.binlog_files():
         if first <= binlog < mariadb.current_binlog():
             shutil.copyfile(binlog, folder / binlog.name)
             files.append(folder / binlog.name)
-    assert len(files) == len(FILES), files
-    return Workload(database, files, states, gone)
+    assert len(files) == len(states), files
+    return Workload(database, files, entries, states, gone)
 
 
 def server_rows(mariadb, database: str, table: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -160,14 +170,14 @@ def current_rows(root: Path, database: str, table: str) -> list[dict]:
     return warehouse_rows(root, "current", database, table)
 
 
-def differences(root: Path, workload: Workload, number: int, run: str) -> list[Difference]:
-    """Every way ``current`` differs from the server after file ``number``."""
-    found = []
+def differences(root: Path, workload: Workload, at: int, run: str) -> list[Difference]:
+    """Every way ``current`` differs from the server after file ``at``."""
+    found, number = [], workload.entries[at]
 
     def differ(table, key, column, current, server):
         found.append(Difference(run, number, table, key, column, current, server))
 
-    for table, (names, wanted) in sorted(workload.states[number].items()):
+    for table, (names, wanted) in sorted(workload.states[at].items()):
         rows = current_rows(root, workload.database, table)
         if rows:
             columns = [name for name in rows[0] if not name.startswith("_")]
@@ -193,7 +203,7 @@ def differences(root: Path, workload: Workload, number: int, run: str) -> list[D
                            server)
             for name in sorted(incomplete - set(names)):
                 differ(table, key, name, "named in _incomplete_columns", "no such column")
-    for table in sorted(workload.gone[number]):
+    for table in sorted(workload.gone[at]):
         rows = current_rows(root, workload.database, table)
         if rows:
             keys = sorted((str(row.get("id")) for row in rows), key=_by_number)
@@ -222,26 +232,28 @@ def ingested(spark, source: Path, root: Path, run: str, number: int) -> list[Dif
 def one_run(spark, workload, tmp_path_factory) -> list[Difference]:
     """The differences after ingesting every file in one run."""
     root = tmp_path_factory.mktemp("table-ddl-one-run")
-    last = len(FILES) - 1
-    failed = ingested(spark, workload.files[0].parent, root, "one run", last)
+    last = len(workload.files) - 1
+    failed = ingested(spark, workload.files[0].parent, root, "one run", len(FILES) - 1)
     return failed or differences(root, workload, last, "one run")
 
 
 @pytest.fixture(scope="module")
 def run_per_file(spark, workload, tmp_path_factory) -> list[Difference]:
-    """The differences after each of the runs, one per binlog file. After a run that fails, the
-    later runs are not made (each is a difference)."""
+    """The differences after each of the runs, one per binlog file: a run per statement. After a
+    run that fails, the later runs are not made (each is a difference)."""
     source, root = tmp_path_factory.mktemp("table-ddl-source-growing"), tmp_path_factory.mktemp("table-ddl-runs")
     found: list[Difference] = []
-    for number, binlog in enumerate(workload.files):
-        run = f"run {number} ({binlog.name}: {LABELS[number]})"
+    for at, binlog in enumerate(workload.files):
+        number = workload.entries[at]
+        run = f"run {at} ({binlog.name}: {LABELS[number]}, statement {at - workload.entries.index(number) + 1})"
         shutil.copyfile(binlog, source / binlog.name)
         failed = ingested(spark, source, root, run, number)
-        found += failed or differences(root, workload, number, run)
+        found += failed or differences(root, workload, at, run)
         if failed:
-            for later in range(number + 1, len(FILES)):
-                found.append(Difference(f"run {later} ({LABELS[later]})", later, "*", None, RUN,
-                                        f"not made: run {number} failed", "published"))
+            for later in range(at + 1, len(workload.files)):
+                entry = workload.entries[later]
+                found.append(Difference(f"run {later} ({LABELS[entry]})", entry, "*", None, RUN,
+                                        f"not made: run {at} failed", "published"))
             break
     return found
 
@@ -324,13 +336,14 @@ CASES = {
 def test_one_run_follows(case, one_run, spark, workload, tmp_path):
     """The tables ``case`` concerns after one run over every file (or up to its ``one_run_to``)."""
     if CASES[case].one_run_to:
-        last = LABELS.index(CASES[case].one_run_to)
+        entry = LABELS.index(CASES[case].one_run_to)
+        last = workload.last_file(entry)
         source = tmp_path / "source"
         source.mkdir()
         for binlog in workload.files[:last + 1]:
             shutil.copyfile(binlog, source / binlog.name)
         run = f"one run over files 0-{last} ({workload.files[0].name}-{workload.files[last].name})"
-        one_run = ingested(spark, source, tmp_path / "warehouse", run, last) or differences(
+        one_run = ingested(spark, source, tmp_path / "warehouse", run, entry) or differences(
             tmp_path / "warehouse", workload, last, run)
     found = [difference for difference in one_run if CASES[case].concerns(difference, one_run=True)]
     assert not found, report(found)

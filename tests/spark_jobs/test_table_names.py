@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from binlog_codec import ddl
 from spark_jobs.schema_history import change_rows
-from spark_jobs.table_names import MAX_RENAMES, NameChain, Segment, clears, names_of, order, position
+from spark_jobs.table_names import IN_RUN, MAX_RENAMES, NameChain, Segment, clears, names_of, order, position
 
 DB = "db"
 FILE = "mysql-bin.000001"
@@ -114,11 +114,17 @@ def test_alter_rename_to_the_same_name_in_another_database_clears():
 
 def test_a_file_without_a_number_sorts_first():
     assert order(None, "relay.log", 10_000) < order(1, "mysql-bin.000001", 4)
-    assert order(None, None, None) == (0, "", 0) < order(None, "a", 4)
+    assert order(None, None, None) == (0, 0, "", 0) < order(None, "a", 4)
     assert order(2, "b", 4) < order(2, "b", 5) < order(3, "a", 4)
     unnumbered = rows("TRUNCATE t", 500, file="relay.log", seq=None)[0]
     numbered = rows("TRUNCATE t", 4)[0]
-    assert position(unnumbered) == (0, "relay.log", 500) < position(numbered) == (1, FILE, 4)
+    assert position(unnumbered) == (0, 0, "relay.log", 500) < position(numbered) == (0, 1, FILE, 4)
+
+
+def test_the_run_s_own_changes_come_after_those_of_the_runs_before():
+    earlier = rows("TRUNCATE t", 500, seq=7)[0]
+    own = {**rows("TRUNCATE t", 4)[0], IN_RUN: True}  # a failover brought lower file numbers
+    assert position(earlier) < position(own) == order(1, FILE, 4, in_run=True)
 
 
 def test_names_of_reads_changes_in_log_order_whatever_their_order():
@@ -126,7 +132,7 @@ def test_names_of_reads_changes_in_log_order_whatever_their_order():
     changes = rows("TRUNCATE t2", 4) + rows("RENAME TABLE t TO t2", 900, file="relay.log", seq=None)
     chain = names_of(changes, DB, "t2")
     assert [segment.name for segment in chain.segments] == ["t", "t2"]
-    assert chain.segments[1].cleared == (1, FILE, 4)
+    assert chain.segments[1].cleared == order(1, FILE, 4)
 
 
 # -- names_of ---------------------------------------------------------------------------------
