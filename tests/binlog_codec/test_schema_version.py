@@ -20,7 +20,7 @@ from binlog_codec.arrow import table_schema_row
 from binlog_codec.create_table import table_map_of
 from binlog_codec.events import QueryEvent, TableMapEvent, read
 from binlog_codec.schema_change import TableAltered
-from binlog_codec.schema_version import model_of_version, version_after
+from binlog_codec.schema_version import model_of_version, table_default, version_after
 from binlog_codec.table_map import table_map
 from mariadb import binlog_of
 from spark_jobs.schema_history import change_rows
@@ -213,3 +213,27 @@ def test_a_drop_column_on_mysql_needs_the_primary_key_set():
 def test_a_sql_mode_that_renames_types_gives_none():
     assert version_after(BASE, [altered("ALTER TABLE t ADD COLUMN r REAL", sql_mode=1)]) is None
     assert version_after(BASE, [altered("ALTER TABLE t ADD COLUMN r REAL")])["columns"][-1]["sql_type"] == "DOUBLE"
+
+
+def created(statement: str) -> dict:
+    return {"statement": statement, "database": "d", "sql_mode": 0, "change": "created", "table": "t"}
+
+
+def test_the_table_default_is_what_a_column_declared_without_one_got():
+    statement = ("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, l VARCHAR(5) CHARACTER SET latin1, "
+                 "y VARCHAR(3) BINARY, b VARCHAR(20)) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci")
+    first = version(statement)
+    assert table_default(created(statement), first) == ("utf8mb4", "utf8mb4_unicode_ci")
+    only_named = f"CREATE TABLE t (id INT NOT NULL PRIMARY KEY, b VARCHAR(20) {UTF8})"
+    assert table_default(created(only_named), version(only_named)) is None  # no column took the default
+    added = version_after(BASE, [altered("ALTER TABLE t ADD COLUMN c VARCHAR(4)")],
+                          table_default=("utf8mb4", "utf8mb4_unicode_ci"))
+    assert added["columns"][-1]["collation"] == "utf8mb4_unicode_ci"
+    assert version_after(BASE, [altered("ALTER TABLE t ADD COLUMN c VARCHAR(4)")]) is None  # the default unknown
+
+
+def test_a_declared_primary_key_lets_a_not_null_string_change():
+    change = altered("ALTER TABLE t MODIFY a VARCHAR(20) NOT NULL")
+    assert version_after(BASE, [change], ("utf8mb4", "utf8mb4_general_ci")) is None  # may be a UNIQUE key's
+    declared = version_after(BASE, [change], ("utf8mb4", "utf8mb4_general_ci"), primary_key_declared=True)
+    assert declared["columns"][1]["sql_type"].startswith("VARCHAR(20)") and declared["primary_key"] == BASE["primary_key"]
