@@ -18,10 +18,11 @@ a statement not understood, a CREATE or RENAME TABLE in between, a model the sta
 fit, a type change that is not a widening, a DEFAULT whose value is not exactly known in the
 column's Arrow type), the older version keeps its columns by name and the others are unknown.
 """
+
 from __future__ import annotations
 
-import re
 import bisect
+import re
 from dataclasses import dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -31,8 +32,6 @@ import numpy as np
 import pyarrow as pa
 
 from binlog_codec import column_lineage, ddl, schema_apply
-from binlog_codec.schema_version import table_default, version_after
-from binlog_codec.column_default import Literal
 from binlog_codec.schema_change import (
     ConvertCharset,
     DropPrimaryKey,
@@ -41,11 +40,11 @@ from binlog_codec.schema_change import (
     TableDefaults,
     TablesRenamed,
 )
+from binlog_codec.schema_version import table_default, version_after
 from binlog_codec.table_model import ColumnModel, TableModel
 
 from .schema_history import ALTERED, CREATED, DATABASE_DROPPED, RENAMED, SHAPING
 from .table_names import IN_RUN, NameChain, names_of, order as _order, position
-
 
 
 @dataclass(frozen=True)

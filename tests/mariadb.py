@@ -204,6 +204,16 @@ class MariaDBServer:
     def current_binlog(self) -> Path:
         return self.binlog_files()[-1]
 
+    def copy_closed_binlogs(self, since: Path, folder: Path) -> list[Path]:
+        """Copies the binlog files from ``since`` up to the one being written (left out) into
+        ``folder``; their copies, in log order."""
+        copies = []
+        for binlog in self.binlog_files():
+            if since <= binlog < self.current_binlog():
+                shutil.copyfile(binlog, folder / binlog.name)
+                copies.append(folder / binlog.name)
+        return copies
+
     # -- GTID replication ----------------------------------------------------
     def variable(self, name: str) -> str:
         """The value of the global ``@@name`` (``""`` for an empty string)."""

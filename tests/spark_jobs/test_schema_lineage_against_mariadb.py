@@ -91,12 +91,7 @@ def workload(request, mariadb, tmp_path_factory) -> tuple[str, list[Path], list[
         mariadb.sql(";\n".join(logged_as(statement, request.param) for statement in part) + ";", database=database)
         states.append(server_table(mariadb, database, "t"))
         mariadb.flush_logs()
-    folder = tmp_path_factory.mktemp("lineage-source")
-    files = []
-    for binlog in mariadb.binlog_files():
-        if first <= binlog < mariadb.current_binlog():
-            shutil.copyfile(binlog, folder / binlog.name)
-            files.append(folder / binlog.name)
+    files = mariadb.copy_closed_binlogs(first, tmp_path_factory.mktemp("lineage-source"))
     assert len(files) == len(states)
     return database, files, states
 

@@ -144,12 +144,7 @@ def workload(request, mariadb, tmp_path_factory) -> Workload:
             states.append({table: server_rows(mariadb, database, table) for table in tables})
             gone.append(seen - set(tables))
             mariadb.flush_logs()
-    folder = tmp_path_factory.mktemp("table-ddl-source")
-    files = []
-    for binlog in mariadb.binlog_files():
-        if first <= binlog < mariadb.current_binlog():
-            shutil.copyfile(binlog, folder / binlog.name)
-            files.append(folder / binlog.name)
+    files = mariadb.copy_closed_binlogs(first, tmp_path_factory.mktemp("table-ddl-source"))
     assert len(files) == len(states), files
     return Workload(database, files, entries, states, gone)
 

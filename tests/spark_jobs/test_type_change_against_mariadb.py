@@ -14,7 +14,6 @@ decision. The run after it is not blocked.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,9 +43,7 @@ def ingest_command(source: Path, warehouse: Path, *extra: str) -> subprocess.Com
 
 def copy_new_binlogs(mariadb, source: Path, since: Path) -> None:
     mariadb.flush_logs()
-    for binlog in mariadb.binlog_files():
-        if since <= binlog < mariadb.current_binlog():
-            shutil.copyfile(binlog, source / binlog.name)
+    mariadb.copy_closed_binlogs(since, source)
 
 
 def run_records(warehouse: Path) -> list[dict]:
