@@ -1939,7 +1939,7 @@ def materialize(
     windows = {path: (each.since, each.until) for each in inherited for path in each.staged}
     staged = _schema_groups([*staged_files, *windows])
     prior_groups = _schema_groups(_parquet_files(current))
-    if prior_groups and lineage is not None and lineage.cleared_since_published:
+    if prior_groups and lineage is not None and lineage.cleared_in_run:
         log.info("%s.%s: every row of current removed by a statement of the run", database, table)
         if not staged and not any(each.current for each in inherited):
             return _cleared(database, table, prior_groups, lineage, target, run_name, started)

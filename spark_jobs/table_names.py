@@ -119,10 +119,12 @@ class NameChain:
     def _segment(self, name: str, at: tuple) -> int | None:
         return next((i for i, segment in enumerate(self.segments) if segment.name == name and segment.holds(at)), None)
 
-    def cleared_after(self, at: tuple | None) -> bool:
-        """Whether a statement after ``at`` removed every row the table held under its own name."""
+    @property
+    def cleared_in_run(self) -> bool:
+        """Whether a statement of the run (:data:`IN_RUN`) removed every row the table held under
+        its own name: every row of its ``current``, all logged before the run."""
         removed = self._removed[-1]
-        return removed is not None and at is not None and removed > at
+        return removed is not None and removed[0] == 1
 
     def inherited(self, run: set[tuple]) -> list[tuple[Segment, bool]]:
         """The earlier names whose rows the table takes over in a run that logged the schema

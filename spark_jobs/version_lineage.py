@@ -85,9 +85,7 @@ class TableLineage:
     ``latest``: the latest version's ``_schema_id`` (the one whose row change was logged last);
     ``names``: the table's names through RENAME TABLE and the statements that removed its rows
     (:class:`~spark_jobs.table_names.NameChain`); the versions are those of every name.
-    ``published``: the latest version as of the warehouse before the run; ``published_last``:
-    where the last row change of the table's own name published before the run was logged.
-    Each run carries the rows of ``current`` to its latest version, keeping their log positions;
+    ``published``: the latest version as of the warehouse before the run. Each run carries the rows of ``current`` to its latest version, keeping their log positions;
     so a row of that ``_schema_id`` holds that version, whatever the epoch of its position
     (:meth:`row_epochs`).
     ``columns``: its column names in order; ``columns_of``: each version's; ``as_text``: the
@@ -105,7 +103,6 @@ class TableLineage:
         self._boundaries = [position(r) for r in changes]
         self.latest, self.latest_key = latest, (latest, self.epoch(_last(versions[latest])))
         self.published: VersionKey | None = None
-        self.published_last: tuple | None = None
         self.columns_of = {schema_id: tuple(c["name"] for c in v["columns"]) for schema_id, v in versions.items()}
         self.columns = self.columns_of[latest]
         self._ways: dict[tuple[VersionKey, VersionKey], tuple[Source, ...] | None] = {}
@@ -164,9 +161,9 @@ class TableLineage:
         return np.array([names[schema_id] in (None, self.names.own) for schema_id in schema_ids], dtype=bool)
 
     @property
-    def cleared_since_published(self) -> bool:
+    def cleared_in_run(self) -> bool:
         """Whether every row of ``current`` before the run was removed by a statement of the run."""
-        return self.names.cleared_after(self.published_last)
+        return self.names.cleared_in_run
 
     def _candidates(self) -> list[VersionKey]:
         """The versions the rows may hold: each ``_schema_id`` in each epoch its row changes span."""
@@ -493,8 +490,6 @@ def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: s
     if before:
         newest = max(before.values(), key=_last)
         lineage.published = (newest["schema_id"], lineage.epoch(_last(newest)))
-        own = [_last(v) for v in before.values() if v["table"] == table]
-        lineage.published_last = max(own, default=None)
     return lineage
 
 

@@ -275,18 +275,21 @@ def test_kept_fast_path():
     assert NameChain([Segment("t", None, None, None)]).kept([None], [after(5)]).tolist() == [True]
 
 
-# -- NameChain.cleared_after ---------------------------------------------------------------
+# -- NameChain.cleared_in_run ---------------------------------------------------------------
 
 
-def test_cleared_after():
-    chain = names_of(history("RENAME TABLE t TO t2", "TRUNCATE t2"), DB, "t2")
-    assert chain.cleared_after(after(0)) and chain.cleared_after(after(1))
-    assert not chain.cleared_after(after(2))
-    assert not chain.cleared_after(None)
+def in_run(changes: list[dict], *numbers: int) -> list[dict]:
+    """``changes`` with those of the statements ``numbers`` (1-based) marked as the run's own."""
+    return [{**row, IN_RUN: True} if position(row)[3] // 100 in numbers else row for row in changes]
+
+
+def test_cleared_in_run():
+    changes = history("RENAME TABLE t TO t2", "TRUNCATE t2")
+    assert names_of(in_run(changes, 2), DB, "t2").cleared_in_run
+    assert not names_of(changes, DB, "t2").cleared_in_run  # a clear of a run before: current follows it already
     # Only a clear of the rows under the table's own name counts, not the rename nor an older name's.
-    chain = names_of(history("TRUNCATE t", "RENAME TABLE t TO t2"), DB, "t2")
-    assert not chain.cleared_after(after(0))
-    assert not names_of(history("ALTER TABLE t ADD COLUMN b INT"), DB, "t").cleared_after(after(0))
+    assert not names_of(in_run(history("TRUNCATE t", "RENAME TABLE t TO t2"), 1, 2), DB, "t2").cleared_in_run
+    assert not names_of(in_run(history("ALTER TABLE t ADD COLUMN b INT"), 1), DB, "t").cleared_in_run
 
 
 # -- NameChain.inherited ----------------------------------------------------------------------
