@@ -385,6 +385,10 @@ TABLE_SCHEMA = pa.schema([
     # row change, and where it starts (``file:pos``); None when the log read holds none.
     pa.field("ddl", pa.string()),
     pa.field("ddl_position", pa.string()),
+    # The warehouse's runs (their ordinals, in publishing order) that saw the first and the last
+    # row change: positions are compared within a run, runs by these.
+    pa.field("first_run", pa.int64()),
+    pa.field("last_run", pa.int64()),
 ])
 
 

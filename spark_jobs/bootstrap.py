@@ -80,7 +80,7 @@ from binlog_codec.rows import RowChange, RowRecord
 from binlog_codec.snapshot_rows import decode_rows
 from binlog_codec.table_map import TableMap
 from spark_jobs import publish
-from spark_jobs.ingest import IngestResult, Input, write_run_record, merge_table_schemas, work_folder
+from spark_jobs.ingest import IngestResult, Input, merge_table_schemas, run_ordinal, work_folder, write_run_record
 from spark_jobs.layout import path_part
 from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import materialize
@@ -297,7 +297,8 @@ def _table_schemas(root: Path, out: Path, tables: Sequence[ImageTable], flavour:
                    rows: dict[str, int]) -> None:
     """``metadata/table_schemas``: one row per table version of the image, at the validity point, merged
     with the warehouse's rows (:func:`spark_jobs.ingest.merge_table_schemas`)."""
-    place = {"file": point.file, "seq": binlog_seq(point.file), "pos": point.position, "inner_offset": None}
+    place = {"file": point.file, "seq": binlog_seq(point.file), "pos": point.position, "inner_offset": None,
+             "run": run_ordinal(root)}
     new = [
         {
             **table_schema_row(table.table_map, flavour),

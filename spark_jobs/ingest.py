@@ -69,8 +69,7 @@ from spark_jobs.expectations import verdict
 from spark_jobs.layout import name_of, path_part, table_folder
 from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import Inherited, SchemaConflict, materialize
-from spark_jobs.table_names import IN_RUN, position
-from spark_jobs.version_lineage import FIRST_IN_RUN, LAST_IN_RUN
+from spark_jobs.table_names import RUN
 from spark_jobs.positions import ContinuityError, after_checkpoint
 from spark_jobs.session import build_session
 from spark_jobs.source_files import list_source, plain_binlogs
@@ -254,10 +253,10 @@ def _copy_metadata(decoded: DecodeResult, schemas: "RunSchemas", out: Path, run_
     if decoded.charset_checks is not None:
         (out / "metadata" / "charset_checks").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(decoded.charset_checks, out / "metadata" / "charset_checks" / f"{run_id}.parquet")
-    if decoded.schema_changes is not None:
+    if decoded.schema_changes is not None:  # with the run's ordinal
         (out / "metadata" / schema_history.SCHEMA_CHANGES).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(decoded.schema_changes,
-                        out / "metadata" / schema_history.SCHEMA_CHANGES / Path(decoded.schema_changes).name)
+        changes = pa.Table.from_pylist(schemas.staged_changes, schema=schema_history.SCHEMA_CHANGES_SCHEMA)
+        pq.write_table(changes, out / "metadata" / schema_history.SCHEMA_CHANGES / Path(decoded.schema_changes).name)
     if decoded.table_schemas is not None or schemas.derived:
         target = out / "metadata" / "table_schemas" / "table_schemas.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -267,11 +266,13 @@ def _copy_metadata(decoded: DecodeResult, schemas: "RunSchemas", out: Path, run_
 
 @dataclass(frozen=True)
 class RunSchemas:
-    """The table versions and schema changes of the warehouse with a run's: ``published`` (the
-    ``table_schemas`` rows before the run), ``versions`` (merged with the run's, and with the
-    versions derived from ALTER statements no row change followed, ``derived``), ``history``
-    (every ``schema_changes`` row) and ``staged_changes`` (the run's)."""
+    """The table versions and schema changes of the warehouse with a run's: ``run`` (the run's
+    ordinal, :func:`run_ordinal`), ``published`` (the ``table_schemas`` rows before the run),
+    ``versions`` (merged with the run's, and with the versions derived from ALTER statements no
+    row change followed, ``derived``), ``history`` (every ``schema_changes`` row) and
+    ``staged_changes`` (the run's)."""
 
+    run: int
     published: list[dict]
     versions: list[dict]
     derived: list[dict]
@@ -279,21 +280,26 @@ class RunSchemas:
     staged_changes: list[dict]
 
 
+def run_ordinal(root: Path) -> int:
+    """The ordinal of the next run of the warehouse: the number of runs it has published."""
+    return sum(1 for _ in (root / RUN_RECORDS).glob("*.parquet"))
+
+
 def run_schemas(decoded: DecodeResult, root: Path) -> RunSchemas:
-    """The run's :class:`RunSchemas`; the rows of the run's own binlogs are marked as such (the
-    keys of :data:`spark_jobs.table_names.IN_RUN`, :data:`spark_jobs.version_lineage.FIRST_IN_RUN`
-    and ``LAST_IN_RUN``, never written): they come after those of every run before."""
-    published = _published_rows(root, "table_schemas")
-    staged_changes = [{**row, IN_RUN: True} for row in _staged_rows(decoded.schema_changes)]
+    """The run's :class:`RunSchemas`. The run's own schema changes and table versions take the
+    run's ordinal (``_run``, ``first_run``/``last_run``): they come after those of every run
+    before, whatever their positions."""
+    run, published = run_ordinal(root), _published_rows(root, "table_schemas")
+    staged_changes = [{**row, RUN: run} for row in _staged_rows(decoded.schema_changes)]
     history = _published_rows(root, schema_history.SCHEMA_CHANGES) + staged_changes
-    staged = [{**row, FIRST_IN_RUN: True, LAST_IN_RUN: True} for row in _staged_rows(decoded.table_schemas)]
+    staged = [{**row, "first_run": run, "last_run": run} for row in _staged_rows(decoded.table_schemas)]
     versions = merge_table_schemas(published, staged)
     derived = version_lineage.derived_versions(versions, history)
     if derived:
         versions = merge_table_schemas(versions, derived)
         log.info("table versions derived from ALTER TABLE statements no row change followed: %s",
                  ", ".join(f"{v['database']}.{v['table']}" for v in derived))
-    return RunSchemas(published, versions, derived, history, staged_changes)
+    return RunSchemas(run, published, versions, derived, history, staged_changes)
 
 
 def _published_rows(root: Path, table: str) -> list[dict]:
@@ -306,8 +312,9 @@ def _staged_rows(path: str | None) -> list[dict]:
 
 
 def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
-    """One row per table version (``schema_id``) over every run: a version already known keeps
-    its first position and its ``ddl`` and takes the new run's last position, its row counts added
+    """One row per table version (``schema_id``) over every run, in the order of the runs and
+    positions that first saw them: a version already known keeps its first position (and run)
+    and its ``ddl`` and takes the new run's last position (and run), its row counts added
     up (a known version without a ``ddl`` gets none from the new run: that run's is named after
     its later first row; :func:`~spark_jobs.schema_history.name_versions` names it from the whole
     history)."""
@@ -320,7 +327,8 @@ def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
             known.update({key: value for key, value in row.items() if key.startswith("last_")})
             known["rows"] = (known["rows"] or 0) + (row["rows"] or 0)
     return sorted(rows.values(), key=lambda r: (
-        r["first_seq"] or 0, r["first_file"] or "", r["first_pos"] or 0, r["first_inner_offset"] or 0,
+        -1 if r.get("first_run") is None else r["first_run"], r["first_seq"] or 0, r["first_file"] or "",
+        r["first_pos"] or 0, r["first_inner_offset"] or 0,
     ))
 
 
@@ -339,14 +347,13 @@ def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root:
     keys = latest_keys(schemas.versions)
     images = {key: [] for key in tables_changed(schemas.staged_changes, root)} | decoded.images
 
-    run = {position(row) for row in schemas.staged_changes}
     accepted: list[str] = []
 
     def one(table_key: tuple[str, str], images: list[str]) -> int:
         database, table = table_key
         lineage = version_lineage.table_lineage(schemas.versions, schemas.history, database, table, schemas.published,
-                                                retype=f"{database}.{table}" in retype)
-        segments = [] if lineage is None else lineage.names.inherited(run)
+                                                run=schemas.run, retype=f"{database}.{table}" in retype)
+        segments = [] if lineage is None else lineage.names.inherited()
         inherited = [Inherited(decoded.images.get((database, segment.name), []),
                                table_folder(root, "current", database, segment.name) if along else None,
                                segment.start, segment.end) for segment, along in segments]

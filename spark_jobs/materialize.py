@@ -1214,7 +1214,7 @@ def row_versions(rows: pa.Table, lineage: TableLineage, prior: np.ndarray) -> tu
     if lineage.published is not None and lineage.published[0] in names:
         published = id_codes == names.index(lineage.published[0])
     epochs = lineage.row_epochs(published, rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(),
-                                rows.column(POS).to_pylist(), ~prior)
+                                rows.column(POS).to_pylist(), prior)
     width = int(epochs.max(initial=0)) + 1
     distinct, codes = np.unique(id_codes * width + epochs, return_inverse=True)
     return codes.reshape(-1), [(names[pair // width], int(pair % width)) for pair in distinct.tolist()]
@@ -1561,7 +1561,7 @@ class _Input:
     path: str
     version: int
     prior: bool
-    window: tuple[tuple | None, tuple] | None = None  # only rows logged after [0] and before [1]
+    window: tuple[tuple | None, tuple, int | None] | None = None  # rows logged after [0], before [1], in run [2]
 
 
 @dataclass(frozen=True)
@@ -1591,11 +1591,12 @@ def _batches(source: _Input, columns: Iterable[str] | None = None, before: Seque
         yield rows if source.window is None else _where(rows, _within(rows, *source.window))
 
 
-def _within(rows: pa.Table, since: tuple | None, until: tuple) -> np.ndarray:
-    """Per row, whether it was logged after ``since`` (None: any time) and before ``until``."""
+def _within(rows: pa.Table, since: tuple | None, until: tuple, run: int | None) -> np.ndarray:
+    """Per row (of the run of ordinal ``run``), whether it was logged after ``since`` (None: any
+    time) and before ``until``."""
     places = zip(rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(), rows.column(POS).to_pylist())
     return np.array([(since is None or place > since) and place < until
-                     for place in (order(*each, in_run=True) for each in places)], dtype=bool)
+                     for place in (order(*each, run) for each in places)], dtype=bool)
 
 
 def _read_input(source: _Input, merged: MergedSchema) -> Iterator[pa.Table]:
@@ -1936,7 +1937,7 @@ def materialize(
     if not _RUN_NAME.fullmatch(run_name):
         raise ValueError(f"run name {run_name!r}: letters, digits and ._=- only")
     started = time.monotonic()
-    windows = {path: (each.since, each.until) for each in inherited for path in each.staged}
+    windows = {path: (each.since, each.until, lineage.run if lineage else None) for each in inherited for path in each.staged}
     staged = _schema_groups([*staged_files, *windows])
     prior_groups = _schema_groups(_parquet_files(current))
     if prior_groups and lineage is not None and lineage.cleared_in_run:

@@ -92,6 +92,8 @@ SCHEMA_CHANGES_SCHEMA = pa.schema([
     pa.field("_gtid", pa.string()),
     pa.field("_server_id", pa.int64()),
     pa.field("_commit_ts", pa.timestamp("us", tz="UTC")),
+    # The ordinal of the warehouse run that read it (runs in publishing order).
+    pa.field("_run", pa.int64()),
 ])
 CREATED, CREATED_LIKE, ALTERED, RENAMED = "created", "created_like", "altered", "renamed"
 DROPPED, TRUNCATED, DATABASE_DROPPED, NOT_UNDERSTOOD = "dropped", "truncated", "database_dropped", "not_understood"

@@ -25,21 +25,22 @@ from binlog_codec.schema_change import TableCreated, TableCreatedLike
 from .schema_history import ALTERED, CREATED, CREATED_LIKE, DATABASE_DROPPED, DROPPED, RENAMED, TRUNCATED, renamed_to
 
 MAX_RENAMES = 64  # a chain longer than this is cut there (its older names' rows are not followed)
-# A key a run sets on the ``schema_changes`` rows its own binlogs logged (never written): they
-# come after every row of the runs before, whatever their positions (a failover may bring lower
-# file numbers), and positions are only compared within a run or within the runs before.
-IN_RUN = "_in_run"
+# The ``schema_changes`` column of the ordinal of the warehouse run that read the row. Runs come
+# in that order, whatever their positions (a failover may bring lower file numbers): positions
+# are only compared within a run.
+RUN = "_run"
 
 
-def order(seq: int | None, file: str | None, pos: int | None, in_run: bool = False) -> tuple:
-    """A log position as a tuple that sorts in log order: the runs before first, then the run's
-    own (``in_run``); in each, by file number (a file without one first), file and offset."""
-    return (int(bool(in_run)), seq or 0, file or "", pos or 0)
+def order(seq: int | None, file: str | None, pos: int | None, run: int | None = None) -> tuple:
+    """A log position as a tuple that sorts in log order: by the ordinal of the run that read it
+    (None, of a warehouse older than ordinals, first), then by file number (a file without one
+    first), file and offset."""
+    return (-1 if run is None else run, seq or 0, file or "", pos or 0)
 
 
 def position(row: dict) -> tuple:
     """Where a ``schema_changes`` row was logged (:func:`order`)."""
-    return order(row["_binlog_seq"], row["_binlog_file"], row["_binlog_pos"], bool(row.get(IN_RUN)))
+    return order(row["_binlog_seq"], row["_binlog_file"], row["_binlog_pos"], row.get(RUN))
 
 
 @dataclass(frozen=True)
@@ -88,10 +89,11 @@ def _renamed_into(changes: Sequence[dict], database: str, table: str, before: in
 
 
 class NameChain:
-    """The names of one table's rows, oldest first (:class:`Segment`)."""
+    """The names of one table's rows, oldest first (:class:`Segment`), as a run (ordinal ``run``)
+    reads them."""
 
-    def __init__(self, segments: Sequence[Segment]) -> None:
-        self.segments = tuple(segments)
+    def __init__(self, segments: Sequence[Segment], run: int | None = None) -> None:
+        self.segments, self.run = tuple(segments), run
         self.own = self.segments[-1].name
         # Per segment, the last statement in it or a later one that removed every row.
         later: tuple | None = None
@@ -119,30 +121,32 @@ class NameChain:
     def _segment(self, name: str, at: tuple) -> int | None:
         return next((i for i, segment in enumerate(self.segments) if segment.name == name and segment.holds(at)), None)
 
+    def _in_run(self, at: tuple | None) -> bool:
+        return at is not None and self.run is not None and at[0] == self.run
+
     @property
     def cleared_in_run(self) -> bool:
-        """Whether a statement of the run (:data:`IN_RUN`) removed every row the table held under
-        its own name: every row of its ``current``, all logged before the run."""
-        removed = self._removed[-1]
-        return removed is not None and removed[0] == 1
+        """Whether a statement of the run removed every row the table held under its own name:
+        every row of its ``current``, all logged before the run."""
+        return self._in_run(self._removed[-1])
 
-    def inherited(self, run: set[tuple]) -> list[tuple[Segment, bool]]:
-        """The earlier names whose rows the table takes over in a run that logged the schema
-        changes at ``run``: per segment renamed in the run, whether the rows of its ``current``
-        come along (no statement of the run removed them)."""
+    def inherited(self) -> list[tuple[Segment, bool]]:
+        """The earlier names whose rows the table takes over in the run: per segment renamed in
+        the run, whether the rows of its ``current`` come along (no statement of the run removed
+        them)."""
         found = []
         for index, segment in enumerate(self.segments[:-1]):
-            if segment.end in run:
-                gone = self._removed[index + 1] is not None or segment.cleared in run
+            if self._in_run(segment.end):
+                gone = self._removed[index + 1] is not None or self._in_run(segment.cleared)
                 found.append((segment, not gone))
         return found
 
 
-def names_of(changes: Iterable[dict], database: str, table: str) -> NameChain:
+def names_of(changes: Iterable[dict], database: str, table: str, run: int | None = None) -> NameChain:
     """The chain of names of ``database.table`` through the renames of ``changes``
     (``schema_changes`` rows; those of one statement in its order, as each run writes them), with
-    the statements that removed its rows in each segment. Renames from another database are not
-    followed: the table starts at the rename there."""
+    the statements that removed its rows in each segment, as the run of ordinal ``run`` reads
+    them. Renames from another database are not followed: the table starts at the rename there."""
     changes = sorted(changes, key=position)  # stable: a statement's rows keep their order
     ends: list[tuple[str, int]] = [(table, len(changes))]  # each name, and the rename that ends it
     while len(ends) <= MAX_RENAMES:
@@ -156,4 +160,4 @@ def names_of(changes: Iterable[dict], database: str, table: str) -> NameChain:
         within = [position(row) for row in changes if clears(row, database, name)
                   and (start is None or position(row) > start) and (end is None or position(row) < end)]
         segments.append(Segment(name, start, end, max(within, default=None)))
-    return NameChain(segments)
+    return NameChain(segments, run)

@@ -44,7 +44,7 @@ from binlog_codec.schema_version import table_default, version_after
 from binlog_codec.table_model import ColumnModel, TableModel
 
 from .schema_history import ALTERED, CREATED, DATABASE_DROPPED, RENAMED, SHAPING
-from .table_names import IN_RUN, NameChain, names_of, order as _order, position
+from .table_names import RUN, NameChain, names_of, order as _order, position
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class TableLineage:
 
     def __init__(self, versions: dict[str, dict], changes: list[dict], latest: str, names: NameChain,
                  retype: bool = False) -> None:
-        self._versions, self._changes, self.names = versions, changes, names
+        self._versions, self._changes, self.names, self.run = versions, changes, names, names.run
         self._retype, self.retyped = retype, {}
         self._boundaries = [position(r) for r in changes]
         self.latest, self.latest_key = latest, (latest, self.epoch(_last(versions[latest])))
@@ -117,27 +117,30 @@ class TableLineage:
         """The epoch of a row change logged at ``position`` (``_order``'s tuple)."""
         return bisect.bisect_right(self._boundaries, position)
 
-    def epochs(self, seqs: list, files: list, positions: list, in_run: np.ndarray) -> np.ndarray:
+    def epochs(self, seqs: list, files: list, positions: list, runs: np.ndarray) -> np.ndarray:
         """The epoch of each row change, from its ``_binlog_seq``, ``_binlog_file`` and
-        ``_binlog_pos`` and whether the run's own binlogs logged it (``in_run``)."""
+        ``_binlog_pos`` and the ordinal of the run that read it (``runs``)."""
         if not self._boundaries:
             return np.zeros(len(positions), dtype=np.int64)
         if None not in seqs and all(seq is not None for _, seq, _, _ in self._boundaries):
-            # One integer per position (a file's offsets stay below 2**40, its number below 2**21):
-            # one sorted search.
-            bounds = np.array([(run << 61) + (seq << 40) + pos for run, seq, _, pos in self._boundaries], dtype=np.int64)
-            keys = (np.asarray(in_run, dtype=np.int64) << 61) + (np.array(seqs, dtype=np.int64) << 40) \
-                + np.array(positions, dtype=np.int64)
-            return np.searchsorted(bounds, keys, side="right")
-        places = zip(seqs, files, positions, in_run.tolist())
+            # One integer per position: the rank of its (run, file number), then its offset (below
+            # 2**40): one sorted search.
+            pairs = np.array([(run, seq) for run, seq, _, _ in self._boundaries]
+                             + list(zip(np.asarray(runs).tolist(), seqs)), dtype=np.int64).reshape(-1, 2)
+            ranks = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1)
+            offsets = np.array([pos for _, _, _, pos in self._boundaries] + list(positions), dtype=np.int64)
+            keys = (ranks << 40) + offsets
+            count = len(self._boundaries)
+            return np.searchsorted(keys[:count], keys[count:], side="right")
+        places = zip(seqs, files, positions, np.asarray(runs).tolist())
         return np.fromiter((self.epoch(_order(*place)) for place in places), dtype=np.int64, count=len(positions))
 
     def row_epochs(self, schema_ids: np.ndarray, seqs: list, files: list, positions: list,
-                   in_run: np.ndarray) -> np.ndarray:
-        """The epoch of the version each row holds: its position's, or for a row of the
-        ``published`` version's ``_schema_id`` at least that version's (``schema_ids``: per row,
-        whether it has that id)."""
-        epochs = self.epochs(seqs, files, positions, in_run)
+                   prior: np.ndarray) -> np.ndarray:
+        """The epoch of the version each row holds: its position's in the run (``prior``: a row
+        of ``current``, logged in a run before), or for a row of the ``published`` version's
+        ``_schema_id`` at least that version's (``schema_ids``: per row, whether it has that id)."""
+        epochs = self.epochs(seqs, files, positions, np.where(prior, -1, self.run))
         if self.published is not None:
             epochs = np.where(schema_ids, np.maximum(epochs, self.published[1]), epochs)
         return epochs
@@ -152,7 +155,7 @@ class TableLineage:
         (:meth:`~spark_jobs.table_names.NameChain.kept`)."""
         names = {schema_id: self.table_of(schema_id) for schema_id in set(schema_ids)}
         return self.names.kept([names[schema_id] for schema_id in schema_ids],
-                               [_order(seq, file, pos, True) for seq, file, pos in zip(seqs, files, positions)])
+                               [_order(seq, file, pos, self.run) for seq, file, pos in zip(seqs, files, positions)])
 
     def own(self, schema_ids: list) -> np.ndarray:
         """Per row change, whether it was logged under the table's own name (not one it had
@@ -220,19 +223,14 @@ class TableLineage:
                      for name in self.columns)
 
 
-# Keys a run sets on the ``table_schemas`` rows (never written): whether the version's first or
-# last row change seen is in the run's own binlogs (see :data:`spark_jobs.table_names.IN_RUN`).
-FIRST_IN_RUN, LAST_IN_RUN = "first_in_run", "last_in_run"
-
-
 def _first(version: dict) -> tuple:
-    return _order(version["first_seq"], version["first_file"], version["first_pos"], version.get(FIRST_IN_RUN, False))
+    return _order(version["first_seq"], version["first_file"], version["first_pos"], version.get("first_run"))
 
 
 def _last(version: dict) -> tuple:
     if version.get("last_pos") is None:
         return _first(version)
-    return _order(version["last_seq"], version["last_file"], version["last_pos"], version.get(LAST_IN_RUN, False))
+    return _order(version["last_seq"], version["last_file"], version["last_pos"], version.get("last_run"))
 
 
 def _neighbours(keys: list[VersionKey]) -> list[tuple[VersionKey, VersionKey]]:
@@ -462,14 +460,15 @@ def _in_chain(database: str, names: NameChain, table: str, at: tuple, *, until_e
 
 
 def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: str, table: str,
-                  published: Iterable[dict] = (), *, retype: bool = False) -> TableLineage | None:
+                  published: Iterable[dict] = (), *, run: int | None = None, retype: bool = False) -> TableLineage | None:
     """The lineage of ``database.table`` from its versions (``table_schemas`` rows of every run),
     schema changes (``schema_changes`` rows) and the versions the warehouse held before the run
     (``published``, the ``table_schemas`` rows of the runs before), over the names it had
-    (:func:`~spark_jobs.table_names.names_of`); None when it has one name, one version and no
-    schema change after its first row change, or no version. ``retype``: see :class:`TableLineage`."""
+    (:func:`~spark_jobs.table_names.names_of`), as the run of ordinal ``run`` reads them; None
+    when it has one name, one version and no schema change after its first row change, or no
+    version. ``retype``: see :class:`TableLineage`."""
     changes = list(changes)
-    names = names_of(changes, database, table)
+    names = names_of(changes, database, table, run)
 
     def mine(rows: Iterable[dict]) -> dict[str, dict]:
         return {v["schema_id"]: v for v in rows if v["database"] == database and v["first_pos"] is not None
@@ -548,7 +547,7 @@ def _operations(row: dict) -> tuple:
 def _seen_at(row: dict, change: dict) -> dict:
     """A derived version's ``table_schemas`` row, seen (first and last) where ``change`` was logged."""
     seen = {"file": change["_binlog_file"], "seq": change["_binlog_seq"], "pos": change["_binlog_pos"], "inner_offset": None,
-            "in_run": bool(change.get(IN_RUN))}
+            "run": change.get(RUN)}
     positions = {f"{which}_{part}": value for which in ("first", "last") for part, value in seen.items()}
     return {**row, **positions, "rows": 0, "ddl": change["statement"],
             "ddl_position": f"{change['_binlog_file']}:{change['_binlog_pos']}"}

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from binlog_codec import ddl
 from spark_jobs.schema_history import change_rows
-from spark_jobs.table_names import IN_RUN, MAX_RENAMES, NameChain, Segment, clears, names_of, order, position
+from spark_jobs.table_names import MAX_RENAMES, RUN, NameChain, Segment, clears, names_of, order, position
 
 DB = "db"
 FILE = "mysql-bin.000001"
@@ -33,9 +33,12 @@ def rows(statement: str, pos: int, database: str | None = DB, *, sql_mode: int =
     return [{**row, **place} for row in change_rows(change, database, sql_mode)]
 
 
-def P(n: int) -> tuple:
-    """Where the n-th statement of :func:`history` is logged (1-based)."""
-    return order(1, FILE, 100 * n)
+NOW = 7  # the ordinal of the run that reads the statements :func:`in_run` marks
+
+
+def P(n: int, run: int | None = None) -> tuple:
+    """Where the n-th statement of :func:`history` is logged (1-based), read by run ``run``."""
+    return order(1, FILE, 100 * n, run)
 
 
 def after(n: int) -> tuple:
@@ -114,17 +117,18 @@ def test_alter_rename_to_the_same_name_in_another_database_clears():
 
 def test_a_file_without_a_number_sorts_first():
     assert order(None, "relay.log", 10_000) < order(1, "mysql-bin.000001", 4)
-    assert order(None, None, None) == (0, 0, "", 0) < order(None, "a", 4)
+    assert order(None, None, None) == (-1, 0, "", 0) < order(None, "a", 4)
     assert order(2, "b", 4) < order(2, "b", 5) < order(3, "a", 4)
     unnumbered = rows("TRUNCATE t", 500, file="relay.log", seq=None)[0]
     numbered = rows("TRUNCATE t", 4)[0]
-    assert position(unnumbered) == (0, 0, "relay.log", 500) < position(numbered) == (0, 1, FILE, 4)
+    assert position(unnumbered) == (-1, 0, "relay.log", 500) < position(numbered) == (-1, 1, FILE, 4)
 
 
 def test_the_run_s_own_changes_come_after_those_of_the_runs_before():
-    earlier = rows("TRUNCATE t", 500, seq=7)[0]
-    own = {**rows("TRUNCATE t", 4)[0], IN_RUN: True}  # a failover brought lower file numbers
-    assert position(earlier) < position(own) == order(1, FILE, 4, in_run=True)
+    earlier = {**rows("TRUNCATE t", 500, seq=7)[0], RUN: 2}
+    own = {**rows("TRUNCATE t", 4)[0], RUN: 3}  # a failover brought lower file numbers
+    assert position(earlier) < position(own) == order(1, FILE, 4, 3)
+    assert position(rows("TRUNCATE t", 500, seq=7)[0]) < position(earlier)  # rows without a run first
 
 
 def test_names_of_reads_changes_in_log_order_whatever_their_order():
@@ -279,52 +283,59 @@ def test_kept_fast_path():
 
 
 def in_run(changes: list[dict], *numbers: int) -> list[dict]:
-    """``changes`` with those of the statements ``numbers`` (1-based) marked as the run's own."""
-    return [{**row, IN_RUN: True} if position(row)[3] // 100 in numbers else row for row in changes]
+    """``changes`` with those of the statements ``numbers`` (1-based) read by the run :data:`NOW`."""
+    return [{**row, RUN: NOW} if position(row)[3] // 100 in numbers else row for row in changes]
+
+
+def chain_in_run(table: str, statements: tuple[str, ...], *numbers: int) -> NameChain:
+    """The chain of ``table`` as the run :data:`NOW`, which read the statements ``numbers``, sees it."""
+    return names_of(in_run(history(*statements), *numbers), DB, table, NOW)
 
 
 def test_cleared_in_run():
-    changes = history("RENAME TABLE t TO t2", "TRUNCATE t2")
-    assert names_of(in_run(changes, 2), DB, "t2").cleared_in_run
-    assert not names_of(changes, DB, "t2").cleared_in_run  # a clear of a run before: current follows it already
+    changes = ("RENAME TABLE t TO t2", "TRUNCATE t2")
+    assert chain_in_run("t2", changes, 2).cleared_in_run
+    assert not chain_in_run("t2", changes).cleared_in_run  # a clear of a run before: current follows it already
     # Only a clear of the rows under the table's own name counts, not the rename nor an older name's.
-    assert not names_of(in_run(history("TRUNCATE t", "RENAME TABLE t TO t2"), 1, 2), DB, "t2").cleared_in_run
-    assert not names_of(in_run(history("ALTER TABLE t ADD COLUMN b INT"), 1), DB, "t").cleared_in_run
+    assert not chain_in_run("t2", ("TRUNCATE t", "RENAME TABLE t TO t2"), 1, 2).cleared_in_run
+    assert not chain_in_run("t", ("ALTER TABLE t ADD COLUMN b INT",), 1).cleared_in_run
 
 
 # -- NameChain.inherited ----------------------------------------------------------------------
 
 
 def test_inherited_renamed_in_the_run():
-    chain = names_of(history("RENAME TABLE t TO t2"), DB, "t2")
-    assert chain.inherited({P(1)}) == [(Segment("t", None, P(1), None), True)]
+    chain = chain_in_run("t2", ("RENAME TABLE t TO t2",), 1)
+    assert chain.inherited() == [(Segment("t", None, P(1, NOW), None), True)]
 
 
 def test_inherited_after_a_truncate_in_the_same_run():
-    chain = names_of(history("TRUNCATE t", "RENAME TABLE t TO t2"), DB, "t2")
-    assert chain.inherited({P(1), P(2)}) == [(Segment("t", None, P(2), P(1)), False)]
+    statements = ("TRUNCATE t", "RENAME TABLE t TO t2")
+    assert chain_in_run("t2", statements, 1, 2).inherited() == [(Segment("t", None, P(2, NOW), P(1, NOW)), False)]
     # The TRUNCATE of an earlier run: the old name's current already has it.
-    assert chain.inherited({P(2)}) == [(Segment("t", None, P(2), P(1)), True)]
+    assert chain_in_run("t2", statements, 2).inherited() == [(Segment("t", None, P(2, NOW), P(1)), True)]
 
 
 def test_inherited_renamed_in_an_earlier_run():
-    chain = names_of(history("RENAME TABLE t TO t2", "ALTER TABLE t2 ADD COLUMN b INT"), DB, "t2")
-    assert chain.inherited({P(2)}) == []
-    assert chain.inherited(set()) == []
-    assert names_of(history("TRUNCATE t"), DB, "t").inherited({P(1)}) == []
+    statements = ("RENAME TABLE t TO t2", "ALTER TABLE t2 ADD COLUMN b INT")
+    assert chain_in_run("t2", statements, 2).inherited() == []
+    assert chain_in_run("t2", statements).inherited() == []
+    assert chain_in_run("t", ("TRUNCATE t",), 1).inherited() == []
 
 
 @pytest.mark.parametrize("clear", ["DROP TABLE t2", "TRUNCATE t2", "DROP DATABASE db"])
 def test_inherited_dropped_again_after_the_rename(clear):
-    chain = names_of(history("RENAME TABLE t TO t2", clear), DB, "t2")
-    assert chain.inherited({P(1), P(2)}) == [(Segment("t", None, P(1), None), False)]
+    chain = chain_in_run("t2", ("RENAME TABLE t TO t2", clear), 1, 2)
+    assert chain.inherited() == [(Segment("t", None, P(1, NOW), None), False)]
 
 
 def test_inherited_through_a_chain():
-    chain = names_of(history("RENAME TABLE t TO t2", "TRUNCATE t2", "RENAME TABLE t2 TO t3"), DB, "t3")
+    statements = ("RENAME TABLE t TO t2", "TRUNCATE t2", "RENAME TABLE t2 TO t3")
+    chain = chain_in_run("t3", statements, 1, 2, 3)
     t, t2, _ = chain.segments
-    assert chain.inherited({P(1), P(2), P(3)}) == [(t, False), (t2, False)]
-    assert chain.inherited({P(3)}) == [(t2, True)]
+    assert chain.inherited() == [(t, False), (t2, False)]
+    chain = chain_in_run("t3", statements, 3)
+    assert chain.inherited() == [(chain.segments[1], True)]
 
 
 # -- a property: kept is what a simulation of the tables holds ---------------------------------

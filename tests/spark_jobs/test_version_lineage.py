@@ -85,20 +85,21 @@ def test_a_table_back_in_an_earlier_shape_is_told_apart_by_the_changes_between()
     assert [lineage.epoch(order(1, "b.000001", pos)) for pos in (100, 300, 500)] == [0, 1, 2]
     assert lineage.to_latest(("v1", 0)) == (FromColumn("id"), FromColumn("a"), Value("back"))
     assert lineage.to_latest(("v2", 1)) == (FromColumn("id"), FromColumn("a"), Value("back"))
-    before_the_run = np.zeros(3, dtype=bool)
-    assert list(lineage.epochs([1, 1, 1], ["b.000001"] * 3, [100, 300, 500], before_the_run)) == [0, 1, 2]
+    no_run = np.full(3, -1)
+    assert list(lineage.epochs([1, 1, 1], ["b.000001"] * 3, [100, 300, 500], no_run)) == [0, 1, 2]
     # a file without a number sorts first, as in every log order of the warehouse
-    assert list(lineage.epochs([None, 1], ["b.000001"] * 2, [250, 450], before_the_run[:2])) == [0, 2]
-    # a row change of the run comes after every schema change of the runs before, whatever its position
-    assert list(lineage.epochs([1], ["b.000001"], [50], np.ones(1, dtype=bool))) == [2]
+    assert list(lineage.epochs([None, 1], ["b.000001"] * 2, [250, 450], no_run[:2])) == [0, 2]
+    # a row change of a later run comes after every schema change of the runs before, whatever its position
+    assert list(lineage.epochs([1], ["b.000001"], [50], np.array([3]))) == [2]
 
 
 def test_the_schema_changes_of_the_run_come_after_those_of_the_runs_before():
     """A failover may bring binlogs of lower numbers: the run's own come after the others."""
     a, b = column("a", "int", "int32"), column("b", "varchar(20)", "string")
-    versions = [version("v1", 100, a), {**version("v2", 50, a, b), "first_in_run": True, "last_in_run": True}]
-    changes = [{**altered("ALTER TABLE t ADD COLUMN b VARCHAR(20) DEFAULT 'new'", 20), "_in_run": True}]
-    lineage = table_lineage(versions, changes, "db", "t")
+    versions = [{**version("v1", 100, a), "first_run": 0, "last_run": 0},
+                {**version("v2", 50, a, b), "first_run": 1, "last_run": 1}]
+    changes = [{**altered("ALTER TABLE t ADD COLUMN b VARCHAR(20) DEFAULT 'new'", 20), "_run": 1}]
+    lineage = table_lineage(versions, changes, "db", "t", run=1)
     assert lineage.latest_key == ("v2", 1)
     assert lineage.to_latest(("v1", 0)) == (FromColumn("id"), FromColumn("a"), Value("new"))
 
