@@ -1182,8 +1182,8 @@ def kept(rows: pa.Table, lineage: TableLineage, prior: np.ndarray) -> np.ndarray
     a statement of the run removed are not read), or one whose last change was logged under a
     name of the table and after every statement that removed its rows
     (:meth:`~spark_jobs.version_lineage.TableLineage.kept`)."""
-    if prior.all():
-        return prior
+    if prior.all() or not lineage.removes_rows:
+        return np.ones(rows.num_rows, dtype=bool)
     return prior | lineage.kept(_schema_ids(rows), rows.column(SEQ).to_pylist(), rows.column(FILE).to_pylist(),
                                 rows.column(POS).to_pylist())
 

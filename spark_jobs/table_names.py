@@ -118,6 +118,11 @@ class NameChain:
             keep[at] = index is not None and (self._removed[index] is None or where > self._removed[index])
         return keep
 
+    def removed(self, index: int) -> tuple | None:
+        """Where the last statement that removed the rows of segment ``index`` (in it or a later
+        segment) was logged; None when none did."""
+        return self._removed[index]
+
     def _segment(self, name: str, at: tuple) -> int | None:
         return next((i for i, segment in enumerate(self.segments) if segment.name == name and segment.holds(at)), None)
 

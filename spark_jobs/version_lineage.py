@@ -150,9 +150,22 @@ class TableLineage:
         version = self._versions.get(schema_id)
         return None if version is None else version["table"]
 
+    @property
+    def removes_rows(self) -> bool:
+        """Whether some row change of the run may not be the table's any more (:meth:`kept`)."""
+        removed = self.names.removed(0)
+        return len(self.names.segments) > 1 or removed is not None and removed[0] == self.run
+
     def kept(self, schema_ids: list, seqs: list, files: list, positions: list) -> np.ndarray:
         """Per row change of the run, whether its row is still in the table
         (:meth:`~spark_jobs.table_names.NameChain.kept`)."""
+        if not self.removes_rows:
+            return np.ones(len(positions), dtype=bool)
+        if len(self.names.segments) == 1:  # one name: after the last statement of the run that removed the rows
+            removed = self.names.removed(0)
+            if None not in seqs and removed[1] > 0:  # a run reads one source: a file number names its file
+                seq, pos = np.array(seqs, dtype=np.int64), np.array(positions, dtype=np.int64)
+                return (seq > removed[1]) | (seq == removed[1]) & (pos > removed[3])
         names = {schema_id: self.table_of(schema_id) for schema_id in set(schema_ids)}
         return self.names.kept([names[schema_id] for schema_id in schema_ids],
                                [_order(seq, file, pos, self.run) for seq, file, pos in zip(seqs, files, positions)])

@@ -145,3 +145,15 @@ def test_numbers_turned_into_text_are_followed_and_merge_as_text():
         merge_schemas([older, newer.remove(1)])
     with pytest.raises(SchemaConflict):  # DATETIME to a number: not followed
         merge_schemas([older, newer], lineage.as_text)
+
+
+def test_a_row_change_of_the_run_before_a_truncate_of_the_run_is_not_kept():
+    a = column("a", "int", "int32")
+    versions = [{**version("v1", 100, a, last=900), "first_run": 3, "last_run": 3}]
+    truncate = {**altered("TRUNCATE TABLE t", 500), "change": "truncated", "_run": 3}
+    lineage = table_lineage(versions, [truncate], "db", "t", run=3)
+    seqs, files, positions = [1, 1, 2], ["b.000001", "b.000001", "b.000002"], [400, 600, 100]
+    assert lineage.kept(["v1"] * 3, seqs, files, positions).tolist() == [False, True, True]
+    assert lineage.kept(["v1"] * 2, [None, 1], ["relay", "b.000001"], [400, 600]).tolist() == [False, True]
+    earlier = table_lineage(versions, [{**truncate, "_run": 2}], "db", "t", run=3)
+    assert earlier.kept(["v1"] * 3, seqs, files, positions).tolist() == [True, True, True]
