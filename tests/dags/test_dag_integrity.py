@@ -107,9 +107,11 @@ def test_binlog_ingest_takes_source_warehouse_master_and_rebuild_as_params(loade
     dag = loaded["dags"]["binlog_ingest"]
     assert set(dag["params"]) == {
         "source_uri", "warehouse_uri", "spark_master", "rebuild", "stream", "accept_gap", "accept_new_series",
+        "accept_type_change",
     }
     assert dag["params"].pop("rebuild") is False  # new data, unless a backfill run or asked for
     assert dag["params"].pop("accept_gap") is False and dag["params"].pop("accept_new_series") is False  # never by default
+    assert dag["params"].pop("accept_type_change") == []
     assert all(value is None for value in dag["params"].values())  # none: the Variables and environment decide
 
 
