@@ -202,7 +202,7 @@ def test_the_form_sends_null_for_the_params_left_empty(story):
     assert sent["source_uri"] == story["conf"]["source_uri"]
     assert {name: value for name, value in sent.items() if name != "source_uri"} == {
         "warehouse_uri": None, "spark_master": None, "stream": None,
-        "rebuild": False, "accept_gap": False, "accept_new_series": False}
+        "rebuild": False, "accept_gap": False, "accept_new_series": False, "accept_type_change": []}
 
 
 @pytest.mark.parametrize("step", STEPS)
