@@ -96,7 +96,8 @@ def test_a_type_change_stops_the_run_until_it_is_accepted(mariadb, tmp_path):
     # each run's changes files keep their own type of d: read file by file
     files = sorted(Path(table_folder(warehouse, "changes", DATABASE, "t")).rglob("*.parquet"))
     changes = [row for file in files for row in pq.read_table(file).to_pylist() if row["id"] == 2]
-    assert [(row["d"], dict(row["_unrepresentable"])) for row in changes] == [(2.25, {}), (None, {"d": "2.25"})]
+    assert sorted((str(row["d"]), sorted(row["_unrepresentable"])) for row in changes) == [
+        ("2.25", []), ("None", [("d", "2.25")])]
     assert sorted(row["id"] for row in warehouse_rows(warehouse, "current", DATABASE, "u")) == [1, 2]
     (record,) = [row for row in run_records(warehouse) if row["accepted"]]
     assert record["accepted"] == ["type change of type_change.t without the server's conversion: "
