@@ -349,3 +349,24 @@ def test_each_run_follows(case, run_per_file):
     """The tables ``case`` concerns after each run from the one of its DDL."""
     found = [difference for difference in run_per_file if CASES[case].concerns(difference, one_run=False)]
     assert not found, report(found)
+
+
+ALONE = ("t: ADD COLUMN e, no row change of t", "TRUNCATE TABLE w", "DROP TABLE x")  # a run of the DDL alone
+
+
+def test_a_run_of_a_statement_alone_passes_validation(spark, workload, tmp_path):
+    """As users run it, validation on: each run that holds only an ALTER, a TRUNCATE or a DROP
+    TABLE is checked and published, and ``current`` is the server's after it."""
+    if workload.database.endswith("minimal"):
+        pytest.skip("the row image does not change a run of DDL alone; checked once")
+    source, root = tmp_path / "source", tmp_path / "warehouse"
+    source.mkdir()
+    alone = {workload.entries.index(LABELS.index(label)) for label in ALONE}
+    for at, binlog in enumerate(workload.files):
+        shutil.copyfile(binlog, source / binlog.name)
+        result = ingest(str(source), str(root), spark=spark, validation=at in alone)
+        assert result.run_id, binlog.name
+        if at in alone:
+            assert result.quality["success"], (binlog.name, result.quality)
+            found = differences(root, workload, at, f"validated run {at} ({LABELS[workload.entries[at]]})")
+            assert not found, report(found)
