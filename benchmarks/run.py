@@ -163,7 +163,8 @@ def pymysqlreplication_stream(path: Path, server) -> dict:
 
 # The ingest's log lines (logging's default asctime, then level and logger).
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) ([\w.]+): (.*)$")
-SUMMARY_LINE = re.compile(r"^run (\w+): (\d+) files, ([\d,]+) bytes, ([\d,]+) row changes in ([\d.]+) s$")
+SUMMARY_LINE = re.compile(r"^run (\w+)(?: of stream .+)?: (\d+) files, ([\d,]+) bytes, ([\d,]+) row changes in "
+                          r"([\d.]+) s(?: \(validation ([\d.]+) s\))?$")
 TABLE_LINE = re.compile(r"^  (\S+): ([\d,]+)$")
 
 

@@ -71,7 +71,7 @@ from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import Inherited, SchemaConflict, materialize
 from spark_jobs.table_names import RUN
 from spark_jobs.positions import ContinuityError, after_checkpoint
-from spark_jobs.session import build_session
+from spark_jobs.session import DRIVER_MEMORY, build_session
 from spark_jobs.source_files import list_source, plain_binlogs
 from spark_jobs.splits import scan_ahead, scanned_file
 from spark_jobs.streams import (
@@ -696,8 +696,10 @@ def _remove_if_empty(folder: Path) -> None:
 def _summary(result: IngestResult) -> str:
     if not result.run_id:
         return "nothing new to ingest"
+    validation = (result.quality or {}).get("seconds", 0.0)
     lines = [f"run {result.run_id} of stream {result.stream}: {len(result.inputs)} files, {result.bytes:,} bytes, "
-             f"{sum(result.rows.values()):,} row changes in {result.seconds:.1f} s"]
+             f"{sum(result.rows.values()):,} row changes in {result.seconds + validation:.1f} s"
+             + (f" (validation {validation:.1f} s)" if result.quality is not None else "")]
     if result.skipped_transactions:
         lines.append(f"  {result.skipped_transactions:,} transactions already ingested (by GTID), skipped")
     lines += [f"  accepted: {choice}" for choice in result.accepted]
@@ -728,6 +730,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "binlake cannot convert as the server did: the values from before the change are unknown in current "
         "(null, named in _incomplete_columns); repeat for several tables; kept in the run record")
     parser.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER, else local[*])")
+    parser.add_argument(
+        "--driver-memory", metavar="SIZE", help="the Spark driver JVM's heap, e.g. 8g (default: "
+        "$SPARK_DRIVER_MEMORY, else a quarter of the machine's memory, 1 to 16 GiB); in local mode every task's")
     parser.add_argument("--split-mb", type=float, default=DEFAULT_TARGET_BYTES / 2**20, help="split size target")
     parser.add_argument(
         "--no-validation", action="store_true", help="publish without the Great Expectations checks (not recommended)"
@@ -741,7 +746,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                            (ACCEPT_NEW_SERIES_CHOICE, args.accept_new_series)) if given]
     accept += [ACCEPT_TYPE_CHANGE + table for table in args.accept_type_change]
     scanned = pending_scans(args.source, args.warehouse, args.stream)  # they run while the JVM starts
-    spark = build_session(args.master, app_name="binlake ingest")
+    spark = build_session(args.master, app_name="binlake ingest",
+                          conf={DRIVER_MEMORY: args.driver_memory} if args.driver_memory else None)
     try:
         result = ingest(
             args.source, args.warehouse, spark=spark, target_bytes=int(args.split_mb * 2**20),

@@ -13,6 +13,12 @@ takes two seconds off its start. On a cluster, the session ships
 ``binlog_codec`` and ``spark_jobs`` to the executors as a zip
 (:func:`code_archive`); their Python needs pyarrow and zstandard installed.
 
+The driver JVM's heap (``spark.driver.memory``, which in local mode is every
+task's JVM memory too) is set from the machine, never left at Spark's 1 GB, which
+a large run outgrows (:func:`driver_memory`): ``$SPARK_DRIVER_MEMORY`` when set
+(as ``spark-submit`` reads it), else a quarter of the machine's memory, between 1
+and 16 GiB; ``conf`` (the ingest's ``--driver-memory``) overrides both.
+
 The driver's JVM logs through Python's logging (:func:`start_jvm`): it starts
 with binlake's log4j2 configuration (:data:`LOG4J2_PROPERTIES`: warnings and
 errors only, without the start-up notices of Spark's default profile), and a
@@ -89,6 +95,25 @@ COMMON_CONF = {
     # Python workers do no linear algebra: numpy's BLAS threads would only take turns with the tasks.
     "spark.executorEnv.OPENBLAS_NUM_THREADS": "1",
 }
+
+
+DRIVER_MEMORY = "spark.driver.memory"
+GIB = 2**30
+
+
+def machine_memory() -> int:
+    """The machine's physical memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def driver_memory(total: int | None = None) -> str:
+    """The driver JVM's heap: ``$SPARK_DRIVER_MEMORY``, else a quarter of ``total`` (the
+    machine's memory), in whole GiB between 1 and 16 (``"6g"`` on a 24 GiB machine)."""
+    given = os.environ.get("SPARK_DRIVER_MEMORY")
+    if given:
+        return given
+    quarter = (machine_memory() if total is None else total) // 4 // GIB
+    return f"{min(16, max(1, quarter))}g"
 
 
 def local_conf() -> dict[str, str]:
@@ -185,7 +210,7 @@ def build_session(
 ) -> SparkSession:
     """A SparkSession (an existing one is reused, as ``getOrCreate`` does); ``conf`` overrides the defaults."""
     master = master_of(master)
-    settings = dict(COMMON_CONF)
+    settings = {**COMMON_CONF, DRIVER_MEMORY: driver_memory()}
     # PySpark starts its workers with $PYSPARK_PYTHON, else whatever "python3" is on the PATH:
     # by default, executors run this interpreter (on a cluster: the same path on every machine).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

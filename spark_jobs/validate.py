@@ -96,6 +96,7 @@ class QualityOutcome:
     success: bool
     tables: list[TableOutcome]
     data_docs: str | None
+    seconds: float = 0.0  # how long the validation took
 
     def to_json(self) -> dict:
         """JSON-serialisable (Airflow XCom, ``metadata/runs``); :meth:`from_json` reads it back."""
@@ -123,14 +124,14 @@ def validate(spark, run_folder: Path, warehouse: Path, run_id: str, *, facts: Pa
     outcomes += _unchecked(run_folder, {(t.database, t.table) for t in outcomes if t.expectations})
     _validate_charsets(context, spark, run_folder, outcomes, run)
     data_docs = _build_data_docs(context, warehouse, run)
-    outcome = QualityOutcome(run_id, all(t.success for t in outcomes), outcomes, data_docs)
+    outcome = QualityOutcome(run_id, all(t.success for t in outcomes), outcomes, data_docs,
+                             round(time.monotonic() - clock, 3))
     for table in outcomes:
         for line in table.failures:
             log.warning("run %s: %s.%s: %s", run_id, table.database, table.table, line)
     log.info("run %s: quality %s, %d expectations over %d tables in %.1f s; Data Docs: %s", run_id,
              verdict(outcome.success, sum(t.expectations for t in outcomes)), sum(t.expectations for t in outcomes),
-             len(outcomes),
-             time.monotonic() - clock, data_docs)
+             len(outcomes), outcome.seconds, data_docs)
     return outcome
 
 
