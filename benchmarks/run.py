@@ -77,6 +77,7 @@ MARIADB_V = "mariadb-binlog -v decode-rows"
 READ_ROWS = "python read_rows"
 INGEST_1 = "spark ingest local[1]"
 INGEST_2 = "spark ingest local[2]"
+INGEST_2_VALIDATED = "spark ingest local[2], validation on"
 INGEST_1_CPU = "spark ingest local[1], one CPU"
 # Rows/s of the first entry over rows/s of the second (same as seconds of the
 # second over seconds of the first): above 1, the first is faster.
@@ -84,7 +85,7 @@ RATIOS = [(CODEC_ROWS, PYMYSQLREPLICATION), (READ_ROWS, PYMYSQLREPLICATION), (CO
           (ARROW, MARIADB_V), (CODEC_ROWS, CODEC_ROWS_PURE), (INGEST_2, INGEST_1), (INGEST_2, INGEST_1_CPU)]
 # Seconds of the first entry over seconds of the second: how many times as long
 # the first takes.
-TIME_RATIOS = [(INGEST_2, CODEC_ROWS)]
+TIME_RATIOS = [(INGEST_2, CODEC_ROWS), (INGEST_2_VALIDATED, INGEST_2)]
 # What binlog-codec aims at on one core (rows/s; rows/s over a peer's; peak
 # memory), how the ingest scales from one core to two (rows/s of local[2] over
 # rows/s of local[1]), and how long the ingest may take next to the codec alone.
@@ -96,6 +97,8 @@ TARGETS = {
     "codec_rows_peak_rss_mb": 300,
     "ingest_local2_vs_local1": 1.8,
     "ingest_seconds_vs_codec_rows": 2.0,
+    # Validation may add a quarter to the ingest's time (as users run it, over --no-validation).
+    "ingest_validated_vs_unvalidated": 1.25,
     # A Spark task's budget: a fold bucket holds at most a million rows (spark_jobs.materialize).
     "ingest_task_peak_rss_mb": 2048,
 }
@@ -192,7 +195,8 @@ def ingest_phases(log_text: str, started: float, ended: float) -> dict:
     ``startup`` (interpreter, JVM and Spark session), ``plan`` (checkpoint,
     discovery, split planning), ``decode`` (the Spark decode job and staging),
     ``materialize`` (all tables, folded side by side; ``materialize_tables``:
-    each table's own time from its start, as its log says), ``publish``
+    each table's own time from its start, as its log says), ``validate`` (the
+    Great Expectations gate, None without it), ``publish``
     (metadata, run record, checkpoint and the commit) and ``shutdown``
     (stopping Spark, the process exiting)."""
     marks: dict[str, float] = {}
@@ -215,13 +219,19 @@ def ingest_phases(log_text: str, started: float, ended: float) -> dict:
             tables[found[1]] = float(found[2])
         elif logger == "spark_jobs.ingest" and re.match(r"^\S+: \d+ changes, \d+ current rows$", message):
             marks["materialize_end"] = t
+        elif logger == "spark_jobs.validate" and re.match(r"^run \S+: validating ", message):
+            marks["validate_start"] = t
+        elif logger == "spark_jobs.validate" and re.match(r"^run \S+: quality ", message):
+            marks["validate_end"] = t
         elif logger == "spark_jobs.publish" and " committed: " in message:
             marks["committed"] = t
+    prepared = marks.get("materialize_end", marks.get("decode_end"))
     order = [("startup", started, marks.get("session")),
              ("plan", marks.get("session"), marks.get("decode_start")),
              ("decode", marks.get("decode_start"), marks.get("decode_end")),
              ("materialize", marks.get("decode_end"), marks.get("materialize_end")),
-             ("publish", marks.get("materialize_end", marks.get("decode_end")), marks.get("committed")),
+             ("validate", marks.get("validate_start"), marks.get("validate_end")),
+             ("publish", marks.get("validate_end", prepared), marks.get("committed")),
              ("shutdown", marks.get("committed"), ended)]
     phases = {name: round(b - a, 2) if a is not None and b is not None else None for name, a, b in order}
     phases["materialize_tables"] = tables
@@ -279,21 +289,24 @@ class PeakMemory:
         return roles
 
 
-def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = None) -> tuple[float, dict]:
+def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = None,
+                 validation: bool = False) -> tuple[float, dict]:
     """``python -m spark_jobs.ingest`` over a folder holding just ``path`` into a
     fresh warehouse, as its own process (its own JVM). Returns the wall time of
     the whole command and what the run reported (rows, per table, phases).
     ``cpus``: the process and all it starts (the JVM, the Python workers) may run
-    on that many CPUs only, the first ones. Output goes to
-    ``.bench/ingest/<master>[-cpuN].log``; the warehouse is kept until the next run."""
-    tag = re.sub(r"[^\w]+", "-", master).strip("-") + (f"-cpu{cpus}" if cpus else "")
+    on that many CPUs only, the first ones; ``validation``: with the Great
+    Expectations gate, as users run it (else ``--no-validation``). Output goes to
+    ``.bench/ingest/<master>[-cpuN][-validated].log``; the warehouse is kept until the next run."""
+    tag = (re.sub(r"[^\w]+", "-", master).strip("-") + (f"-cpu{cpus}" if cpus else "")
+           + ("-validated" if validation else ""))
     source = ingest_source(path)
     warehouse = INGEST_DIR / f"warehouse-{tag}"
     if warehouse.exists():
         shutil.rmtree(warehouse)
     log_path = INGEST_DIR / f"{tag}.log"
     argv = [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source),
-            "--warehouse", str(warehouse), "--master", master, "--no-validation"]
+            "--warehouse", str(warehouse), "--master", master] + ([] if validation else ["--no-validation"])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -330,6 +343,7 @@ def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = Non
         "bytes": int(summary[3].replace(",", "")),
         "tables": tables,
         "run_seconds": float(summary[5]),
+        "validation_seconds": float(summary[6]) if summary[6] else None,
         "phases": ingest_phases(log_text, started, ended),
         "peak_rss_mb": peaks.by_role(),
         "log": str(log_path.relative_to(REPO_ROOT)),
@@ -413,8 +427,15 @@ BENCHMARKS: list[dict] = [
     {
         "name": INGEST_2,
         "ingest": "local[2]",
-        "what": "python -m spark_jobs.ingest --master local[2]: the file into a fresh warehouse "
+        "what": "python -m spark_jobs.ingest --master local[2] --no-validation: the file into a fresh warehouse "
                 "(decode, materialize, publish; 64 MB splits), JVM start included",
+    },
+    {
+        "name": INGEST_2_VALIDATED,
+        "ingest": "local[2]",
+        "validation": True,
+        "what": "python -m spark_jobs.ingest --master local[2], as users run it: default settings, the Great "
+                "Expectations gate on (decode, materialize, validate, publish)",
     },
 ]
 
@@ -474,10 +495,11 @@ def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -
             cpus = bench.get("cpus")
             result["command"] = ((f"taskset -c {','.join(map(str, range(cpus)))} " if cpus else "")
                                  + f"python -m spark_jobs.ingest --source {INGEST_DIR.relative_to(REPO_ROOT)}/source "
-                                 f"--warehouse <fresh> --master {bench['ingest']}")
+                                 f"--warehouse <fresh> --master {bench['ingest']}"
+                                 + ("" if bench.get("validation") else " --no-validation"))
             runs = []
             for _ in range(repeat):
-                seconds, out = spark_ingest(path, bench["ingest"], timeout, cpus)
+                seconds, out = spark_ingest(path, bench["ingest"], timeout, cpus, bench.get("validation", False))
                 times.append(seconds)
                 runs.append(out)
             # What the fastest run reported; the phases of every run.
@@ -544,6 +566,9 @@ def targets_met(by_name: dict, ratios: dict) -> dict:
         "ingest_seconds_vs_codec_rows_met": at_most(
             ratios.get(f"seconds of {INGEST_2} / seconds of {CODEC_ROWS}"), TARGETS["ingest_seconds_vs_codec_rows"]),
         "ingest_task_peak_rss_mb_met": at_most(_task_peak(by_name), TARGETS["ingest_task_peak_rss_mb"]),
+        "ingest_validated_vs_unvalidated_met": at_most(
+            ratios.get(f"seconds of {INGEST_2_VALIDATED} / seconds of {INGEST_2}"),
+            TARGETS["ingest_validated_vs_unvalidated"]),
     }
 
 
@@ -551,7 +576,8 @@ def _task_peak(by_name: dict) -> float | None:
     """The largest Python worker of the ingest measurements: the most memory a task took."""
     peaks = [
         by_name[name]["returned"]["peak_rss_mb"]["python_worker"]
-        for name in (INGEST_1, INGEST_1_CPU, INGEST_2) if isinstance(by_name.get(name, {}).get("returned"), dict)
+        for name in (INGEST_1, INGEST_1_CPU, INGEST_2, INGEST_2_VALIDATED)
+        if isinstance(by_name.get(name, {}).get("returned"), dict)
     ]
     return max(peaks) if peaks else None
 
