@@ -40,8 +40,7 @@ from binlog_codec.schema_change import (
     TableDefaults,
     TablesRenamed,
 )
-from binlog_codec.schema_version import table_default, version_after
-from binlog_codec.table_model import ColumnModel, TableModel
+from binlog_codec.schema_version import model_of_version, table_default, version_after
 
 from .schema_history import ALTERED, CREATED, DATABASE_DROPPED, RENAMED, SHAPING
 from .table_names import RUN, NameChain, names_of, order as _order, position
@@ -250,13 +249,6 @@ def _neighbours(keys: list[VersionKey]) -> list[tuple[VersionKey, VersionKey]]:
     return list(zip(keys, keys[1:]))
 
 
-def _model(version: dict) -> TableModel:
-    columns = tuple(ColumnModel(c["name"], c["sql_type"].upper(), bool(c["nullable"]), was=c["name"])
-                    for c in version["columns"])
-    key = tuple(part["column"] for part in version["primary_key"] or ())
-    return TableModel(version["database"], version["table"], columns, key)
-
-
 _DECIMAL = re.compile(r"decimal128\((\d+), (\d+)\)")
 _INTEGER_RANGES = {"int8": 7, "int16": 15, "int32": 31, "int64": 63}
 
@@ -405,9 +397,9 @@ def _step(old: dict, new: dict, changes: list[dict], textual: set[str],
     column is unknown, and added to it with its old and new SQL type."""
     if not changes or any(row["change"] not in (ALTERED, RENAMED) for row in changes):
         return None
-    model = _model(old)
     steps: list[list[column_lineage.Source]] = []
     try:
+        model = model_of_version(old)  # the same model the server's next version is derived from
         for row in changes:
             change = ddl.parse(row["statement"], row["database"], sql_mode=row["sql_mode"] or 0)
             if not isinstance(change, (TableAltered, TablesRenamed)):
@@ -478,8 +470,9 @@ def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: s
     schema changes (``schema_changes`` rows) and the versions the warehouse held before the run
     (``published``, the ``table_schemas`` rows of the runs before), over the names it had
     (:func:`~spark_jobs.table_names.names_of`), as the run of ordinal ``run`` reads them; None
-    when it has one name, one version and no schema change after its first row change, or no
-    version. ``retype``: see :class:`TableLineage`."""
+    when it has one name, one version and no schema change nor removal of its rows after its
+    first row change (the usual table, created before its rows: nothing to follow, and the fold
+    skips the work), or no version. ``retype``: see :class:`TableLineage`."""
     changes = list(changes)
     names = names_of(changes, database, table, run)
 
@@ -494,9 +487,11 @@ def table_lineage(versions: Iterable[dict], changes: Iterable[dict], database: s
         r["table"] is None and r["change"] == DATABASE_DROPPED
         or r["table"] is not None and _in_chain(database, names, r["table"], position(r), until_end=True))), key=position)
     latest = max(versions.values(), key=_last)
-    if len(versions) == 1 and len(names.segments) == 1 and bisect.bisect_right([position(r) for r in rows], _first(latest)) == len(rows) \
-            and names.segments[-1].cleared is None:
-        return None  # one name, one version, no schema change of the table since its first row change
+    since = _first(latest)
+    cleared = names.segments[-1].cleared
+    if len(versions) == 1 and len(names.segments) == 1 and (not rows or position(rows[-1]) < since) \
+            and (cleared is None or cleared < since):
+        return None  # one name, one version, no schema change nor removal of its rows since its first row change
     lineage = TableLineage(versions, rows, latest["schema_id"], names, retype)
     before = mine(published)
     if before:

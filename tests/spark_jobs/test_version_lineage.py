@@ -155,5 +155,14 @@ def test_a_row_change_of_the_run_before_a_truncate_of_the_run_is_not_kept():
     seqs, files, positions = [1, 1, 2], ["b.000001", "b.000001", "b.000002"], [400, 600, 100]
     assert lineage.kept(["v1"] * 3, seqs, files, positions).tolist() == [False, True, True]
     assert lineage.kept(["v1"] * 2, [None, 1], ["relay", "b.000001"], [400, 600]).tolist() == [False, True]
-    earlier = table_lineage(versions, [{**truncate, "_run": 2}], "db", "t", run=3)
-    assert earlier.kept(["v1"] * 3, seqs, files, positions).tolist() == [True, True, True]
+    # a TRUNCATE of a run before the table's rows: nothing to follow, every row kept as it is
+    assert table_lineage(versions, [{**truncate, "_run": 2}], "db", "t", run=3) is None
+
+
+def test_a_table_created_before_its_rows_has_no_lineage():
+    """The usual table: its CREATE TABLE, then rows of one version; the fold does no lineage work."""
+    a = column("a", "int", "int32")
+    created = {**altered("CREATE TABLE t (id INT NOT NULL PRIMARY KEY, a INT)", 50), "change": "created"}
+    assert table_lineage([version("v1", 100, a, last=900)], [created], "db", "t") is None
+    truncated = {**altered("TRUNCATE TABLE t", 500), "change": "truncated"}
+    assert table_lineage([version("v1", 100, a, last=900)], [created, truncated], "db", "t") is not None
