@@ -219,9 +219,11 @@ def primary_keys(decoded: DecodeResult) -> dict[tuple[str, str], list[str]]:
 
 
 def latest_keys(versions: Iterable[dict]) -> dict[tuple[str, str], list[str]]:
-    """Per table, the primary key columns of its latest version among ``table_schemas`` rows."""
+    """Per table, the primary key columns of its latest version among ``table_schemas`` rows (the
+    last seen: by run, then position)."""
     keys: dict[tuple[str, str], list[str]] = {}
-    for version in sorted(versions, key=lambda v: (v["last_seq"] or 0, v["last_pos"] or 0)):
+    for version in sorted(versions, key=lambda v: (-1 if v.get("last_run") is None else v["last_run"],
+                                                   v["last_seq"] or 0, v["last_pos"] or 0)):
         keys[(version["database"], version["table"])] = [part["column"] for part in version["primary_key"]]
     return keys
 
@@ -241,7 +243,7 @@ def tables_changed(changes: Iterable[dict], root: Path) -> set[tuple[str, str]]:
     return {key for key in found if any(Path(table_folder(root, "current", *key)).glob("*.parquet"))} | renamed
 
 
-def _copy_metadata(decoded: DecodeResult, schemas: "RunSchemas", out: Path, run_id: str) -> None:
+def _copy_metadata(decoded: DecodeResult, schemas: RunSchemas, out: Path, run_id: str) -> None:
     """The transaction index, the schema changes and the charset checks under names derived from
     the run; the table versions merged with the warehouse's (:func:`merge_table_schemas`) and named
     by their DDL over the whole schema history (:func:`spark_jobs.schema_history.name_versions`),
