@@ -30,6 +30,9 @@ from plugins.object_store import ObjectStore, open_store
 log = logging.getLogger(__name__)
 
 DEFAULT_CONN_ID = "binlake_s3"
+SPARK_CONN_ID = "binlake_spark"
+# The Spark connection's extra fields and the Spark settings they give.
+SPARK_EXTRA = {"driver_memory": "spark.driver.memory", "executor_memory": "spark.executor.memory"}
 
 
 def store_for(uri: str, conn_id: str = DEFAULT_CONN_ID) -> ObjectStore:
@@ -54,3 +57,17 @@ def _s3_settings(conn_id: str) -> dict:
         "secret_key": connection.password or None,
         "region": extra.get("region_name") or None,
     }
+
+
+def spark_settings(conn_id: str = SPARK_CONN_ID) -> dict[str, str]:
+    """Spark settings from the Airflow connection ``conn_id``'s extra (``driver_memory``,
+    ``executor_memory``, e.g. ``"8g"``); none when the connection is not defined (the session's
+    defaults then come from the machine)."""
+    try:
+        connection = BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return {}
+    extra = connection.extra_dejson
+    settings = {SPARK_EXTRA[name]: str(value) for name, value in extra.items() if name in SPARK_EXTRA and value}
+    log.info("Spark settings from the Airflow connection %s: %s", conn_id, settings or "none")
+    return settings

@@ -163,14 +163,22 @@ def stage_source(
 @contextmanager
 def spark_session(spark_master: str | None, step: str) -> Iterator:
     """A Spark session for one step, stopped when the step ends (``spark_master`` None or empty:
-    ``$SPARK_MASTER``, else ``local[*]``)."""
-    from spark_jobs.session import build_session
+    ``$SPARK_MASTER``, else ``local[*]``), with the memory settings of the Airflow connection
+    ``binlake_spark`` if there is one. A driver JVM that dies fails the step as
+    :class:`spark_jobs.session.SparkFailed`, saying so, never as a data-quality failure."""
+    from plugins.hooks import spark_settings  # reads the Airflow connection
+    from spark_jobs.session import SparkFailed, build_session, spark_failure, stop
 
-    spark = build_session(spark_master or None, app_name=f"binlake {step}")
+    spark = build_session(spark_master or None, app_name=f"binlake {step}", conf=spark_settings())
     try:
         yield spark
+    except Exception as exc:
+        failure = spark_failure(exc)
+        if failure is None:
+            raise
+        raise SparkFailed(failure) from exc
     finally:
-        spark.stop()
+        stop(spark)
 
 
 def decode_and_materialize(

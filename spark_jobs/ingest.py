@@ -71,7 +71,7 @@ from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import Inherited, SchemaConflict, materialize
 from spark_jobs.table_names import RUN
 from spark_jobs.positions import ContinuityError, after_checkpoint
-from spark_jobs.session import DRIVER_MEMORY, build_session
+from spark_jobs.session import DRIVER_MEMORY, build_session, spark_failure, stop
 from spark_jobs.source_files import list_source, plain_binlogs
 from spark_jobs.splits import scan_ahead, scanned_file
 from spark_jobs.streams import (
@@ -79,6 +79,7 @@ from spark_jobs.streams import (
 )
 
 log = logging.getLogger("spark_jobs.ingest")
+SPARK_FAILED = 5  # exit status when Spark itself failed: its driver JVM out of memory, or dead
 
 RUNS_FOLDER = "_runs"
 # The user's choice, for one run, to take a table's type changes binlake does not follow
@@ -663,6 +664,10 @@ def ingest(
     """One run over ``source`` into ``warehouse``: :func:`prepare`, :func:`validate_run` (unless
     ``validation`` is off), :func:`publish_run`. A run that does not publish leaves its refusal or
     failure (:mod:`spark_jobs.refusals`), for the binlake view."""
+    if validation:
+        from spark_jobs.validate import import_in_background
+
+        import_in_background()  # Great Expectations takes seconds to import: not after the run's work
     result = prepare(
         source, warehouse, spark=spark, target_bytes=target_bytes, source_key=source_key, stream=stream,
         accept=accept, scanned=scanned, airflow_run=airflow_run,
@@ -762,8 +767,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ContinuityError, SchemaConflict) as exc:
         print(f"refused, nothing published: {exc}", file=sys.stderr)
         return 4
+    except Exception as exc:
+        failure = spark_failure(exc, args.driver_memory)
+        if failure is None:
+            raise
+        log.error("Spark failed", exc_info=exc)
+        print(f"Spark failed, nothing published: {failure}", file=sys.stderr)
+        return SPARK_FAILED
     finally:
-        spark.stop()
+        stop(spark)
     print(_summary(result))
     return 0
 

@@ -233,3 +233,59 @@ def build_session(
         spark.sparkContext.addPyFile(str(code_archive()))
     log.info("Spark %s session on %s (%d default partitions)", spark.version, master, spark.sparkContext.defaultParallelism)
     return spark
+
+
+# -- when Spark itself fails ------------------------------------------------------------
+
+OUT_OF_MEMORY = "java.lang.OutOfMemoryError"
+# What py4j and PySpark say when the driver JVM is gone (killed, or crashed on its own).
+JVM_GONE = ("Answer from Java side is empty", "Error while receiving", "Error while sending",
+            "Connection refused", "SparkContext was shut down", "Cannot call methods on a stopped SparkContext")
+
+
+class SparkFailed(RuntimeError):
+    """Spark itself failed (its driver JVM ran out of memory, or died): not the data's fault."""
+
+
+# py4j's errors when the JVM does not answer (a Java exception is a Py4JJavaError, not one of these).
+JVM_GONE_ERRORS = ("Py4JError", "Py4JNetworkError")
+
+
+def spark_failure(error: BaseException, memory: str | None = None) -> str | None:
+    """What ``error`` says about Spark itself, as one line for the user: the driver JVM ran out
+    of memory, or died; None when the error is not Spark's own. ``memory``: the driver's heap
+    setting, named with the way to change it."""
+    texts = [f"{type(each).__name__}: {each}" for each in _chain(error)]
+    setting = (f"the driver JVM's heap is {memory or driver_memory()}: give it more with --driver-memory "
+               "(or SPARK_DRIVER_MEMORY, or driver_memory in the extra of the Airflow connection binlake_spark)")
+    if any(OUT_OF_MEMORY in text for text in texts):
+        return f"the Spark driver JVM ran out of memory ({OUT_OF_MEMORY}); {setting}"
+    if any(isinstance(each, ConnectionError) or type(each).__name__ in JVM_GONE_ERRORS for each in _chain(error)) \
+            or any(gone in text for text in texts for gone in JVM_GONE):
+        return (f"the Spark driver JVM died ({_first_line(texts[0])}); look for its exit in the log above, or the "
+                f"kernel's out-of-memory killer in the system log; {setting}")
+    return None
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error`` and the errors it was raised from or during, outermost first."""
+    chain, seen = [], set()
+    while error is not None and id(error) not in seen:
+        chain.append(error)
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return chain
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def stop(spark: SparkSession) -> None:
+    """Stop the session; a driver JVM already gone is not an error here (it was reported)."""
+    try:
+        spark.stop()
+    except Exception as exc:  # noqa: BLE001 -- the JVM died: there is nothing left to stop
+        if spark_failure(exc) is None:
+            raise
+        log.debug("the Spark session could not be stopped: %s", exc)

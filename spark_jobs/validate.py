@@ -2,12 +2,15 @@
 
 A run folder is laid out like the warehouse (``changes/<db>/<table>/...``,
 ``metadata/table_schemas``, ``metadata/transactions``, optionally
-``metadata/charset_checks``). :func:`validate` generates, per table of the run,
-the expectations of :mod:`spark_jobs.expectations` from the run's metadata,
-evaluates them with Great Expectations' Spark datasource on the table's
-``changes`` rows (read with Spark, schemas merged) and returns a
+``metadata/charset_checks``). :func:`validate` profiles each table's changes
+(:mod:`spark_jobs.change_profile`: one read of the table's files, a Spark task
+per table, in memory that does not grow with the run), generates the table's
+expectations (:mod:`spark_jobs.expectations`) from the run's metadata
+(:mod:`spark_jobs.run_facts`), has Great Expectations evaluate them on the
+profile (a pandas batch of a few rows per file) and returns a
 :class:`QualityOutcome`: the run may be published only when ``success`` is
-true. Nothing is published or refused here; the caller does that.
+true. Nothing is published or refused here; the caller does that. Spark never
+reads the run's files back: the tasks read them with pyarrow.
 
 Everything Great Expectations keeps lives in the warehouse, under ``quality/``:
 
@@ -33,14 +36,17 @@ from its own. Two validations must not write to one warehouse at the same
 time: the data context's configuration is one file.
 
 Great Expectations is imported by :func:`validate`, not with this module: the
-import takes seconds.
+import takes seconds (:func:`import_in_background` starts it early). Its data
+context is loaded once per warehouse and process, and reused.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -48,12 +54,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from spark_jobs.expectations import (
-    FILE, ROW_IN_FILE, TableFacts, charset_expectation, failure_line, table_expectations, table_facts,
-    verdict,
-)
+from spark_jobs import tasks
+from spark_jobs.change_profile import PROFILE_COLUMNS, COUNTS, measurement, profile_table
 from spark_jobs.data_docs import make_self_contained
+from spark_jobs.expectations import REPORTED, failure_line, table_expectations, verdict
 from spark_jobs.layout import name_of, path_part, table_folder
+from spark_jobs.run_facts import TableFacts, table_facts
 
 log = logging.getLogger(__name__)
 # Great Expectations logs at INFO what only its own developers can act on (each of its functions it
@@ -66,9 +72,8 @@ CONTEXT = "gx"
 RUNS = "runs"
 DATA_DOCS = "data_docs"
 SHARED_STATIC = "static"  # quality/static/<id>/: the Data Docs' static files, shared by the runs
-DATASOURCE = "binlake"
+DATASOURCE = "binlake_profiles"
 RESULTS_STORE = "run_validation_results"
-CHARSET_SUITE = "charset_checks"
 # Where the validation results store keeps a result: (suite, run name, run time, batch) under quality/runs/.
 RESULTS_PATH = "{1}/validation_results/{0}/{2}/{3}.json"
 
@@ -111,28 +116,83 @@ def validate(spark, run_folder: Path, warehouse: Path, run_id: str, *, facts: Pa
     """Validate the run folder ``run_folder`` of run ``run_id`` (see the module docstring);
     ``facts``: the folder whose ``metadata/`` the output is checked against, when not the run
     folder's own (a backfill publishes no metadata). Row changes that no expectation checked
-    fail the run: a gate that checked nothing does not pass."""
+    fail the run: a gate that checked nothing does not pass. ``spark`` runs the profiles, a
+    task per table; without it (None) they run here, one after the other."""
     run_folder, warehouse, clock = Path(run_folder), Path(warehouse), time.monotonic()
     facts = Path(facts) if facts is not None else run_folder
     tables = table_facts(_rows(facts / "metadata" / "table_schemas"), _logged_rows(facts))
     log.info("run %s: validating %d tables of %s", run_id, len(tables), run_folder)
+    profiles = _profiles(spark, run_folder, tables)
+    charsets = _charset_measurements(run_folder / "metadata" / "charset_checks")
+    profiled = time.monotonic()
     context = _context(warehouse / QUALITY)
     from great_expectations.core.run_identifier import RunIdentifier
 
     run = RunIdentifier(run_name=run_id, run_time=datetime.now(timezone.utc))
-    outcomes = [_validate_table(context, spark, run_folder, table, run) for table in tables]
-    outcomes += _unchecked(run_folder, {(t.database, t.table) for t in outcomes if t.expectations})
-    _validate_charsets(context, spark, run_folder, outcomes, run)
+    outcomes = [_validate_table(context, table, profile, charsets.get((table.database, table.table), []), run)
+                for table, profile in zip(tables, profiles)]
+    outcomes += _unchecked(run_folder, {(t.database, t.table) for t in outcomes if t.expectations or t.failures})
     data_docs = _build_data_docs(context, warehouse, run)
     outcome = QualityOutcome(run_id, all(t.success for t in outcomes), outcomes, data_docs,
                              round(time.monotonic() - clock, 3))
     for table in outcomes:
         for line in table.failures:
             log.warning("run %s: %s.%s: %s", run_id, table.database, table.table, line)
-    log.info("run %s: quality %s, %d expectations over %d tables in %.1f s; Data Docs: %s", run_id,
-             verdict(outcome.success, sum(t.expectations for t in outcomes)), sum(t.expectations for t in outcomes),
-             len(outcomes), outcome.seconds, data_docs)
+    log.info("run %s: quality %s, %d expectations over %d tables in %.1f s (profiles %.1f s); Data Docs: %s",
+             run_id, verdict(outcome.success, sum(t.expectations for t in outcomes)),
+             sum(t.expectations for t in outcomes), len(outcomes), outcome.seconds, profiled - clock, data_docs)
     return outcome
+
+
+def import_in_background() -> threading.Thread:
+    """Start importing Great Expectations in a thread (it takes seconds), so that a run's
+    validation does not wait for it; the thread is returned started."""
+    thread = threading.Thread(target=_import_gx, name="import great_expectations", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_gx() -> None:
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    import great_expectations  # noqa: F401
+
+
+# -- the profiles ----------------------------------------------------------------------
+
+
+def _profiles(spark, run_folder: Path, tables: list[TableFacts]) -> list[list[dict] | str | None]:
+    """Per table: its profile, the error that kept its files from being read, or None when it
+    has no changes files."""
+    jobs = [(table, _change_files(run_folder, table)) for table in tables]
+    work = [job for job in jobs if job[1]]
+    profile = functools.partial(_profile, str(run_folder / "changes"))
+    done = iter(tasks.run(spark, profile, work) if spark is not None else [profile(job) for job in work])
+    return [next(done) if files else None for _, files in jobs]
+
+
+def _change_files(run_folder: Path, table: TableFacts) -> list[str]:
+    return [str(file) for file in sorted(Path(table_folder(run_folder, "changes", table.database, table.table))
+                                         .rglob("*.parquet"))]
+
+
+def _profile(root: str, job: tuple[TableFacts, list[str]]) -> list[dict] | str:
+    """A Spark task: the table's profile, or the first line of the error that kept it from
+    being made (files Spark's tasks cannot read fail the table, not the step)."""
+    table, files = job
+    try:
+        return profile_table(table, [(file, str(Path(file).relative_to(root))) for file in files])
+    except Exception as exc:  # noqa: BLE001 -- reported as the table's failure
+        return f"{type(exc).__name__}: {_first_line(exc)}"
+
+
+def _charset_measurements(folder: Path) -> dict[tuple[str, str], list[dict]]:
+    """The charset round trips of ``metadata/charset_checks`` as measurements, by table."""
+    measured: dict[tuple[str, str], list[dict]] = {}
+    for row in _rows(folder):
+        measured.setdefault((row["database"], row["table"]), []).append(measurement(
+            "charset", column=row["column"], expected=row["charset"], charset_mismatches=row["mismatches"],
+            example=row["example"], at=f"{row['mismatches']} of {row['checked']} strings"))
+    return measured
 
 
 # -- the run's metadata ------------------------------------------------------------
@@ -167,28 +227,18 @@ def _logged_rows(run_folder: Path) -> dict[tuple[str, str], int]:
     return logged
 
 
-def _changes(spark, run_folder: Path, table: TableFacts):
-    """The table's change rows with their Parquet file and row number; None without files.
-
-    Not cached: each check reads only the columns it needs, which costs less than
-    caching every column (BLOBs included) of the table.
-    """
-    files = sorted(Path(table_folder(run_folder, "changes", table.database, table.table)).rglob("*.parquet"))
-    if not files:
-        return None
-    frame = spark.read.option("mergeSchema", "true").parquet(*(str(file) for file in files))
-    return frame.select(
-        "*", frame["_metadata.file_path"].alias(FILE), frame["_metadata.row_index"].alias(ROW_IN_FILE)
-    )
-
-
 # -- Great Expectations ------------------------------------------------------------
+
+_CONTEXTS: dict[Path, object] = {}  # the data context of each warehouse, loaded once per process
 
 
 def _context(quality: Path):
     """The warehouse's file data context, set up on first use: validation results under
     ``quality/runs/``, no analytics, no progress bars, no data docs site of its own."""
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    quality = quality.resolve()
+    if quality in _CONTEXTS and (quality / CONTEXT / "great_expectations.yml").exists():
+        return _CONTEXTS[quality]
+    _import_gx()
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
@@ -210,14 +260,17 @@ def _context(quality: Path):
         context.variables.data_docs_sites = {}
         context.variables.save()
         context.delete_store(default_store)
+    context.data_sources.add_or_update_pandas(name=DATASOURCE)
+    _CONTEXTS[quality] = context
     return context
 
 
 def _run_suite(context, name: str, frame, expectations: list, run):
-    """Evaluate ``expectations`` as the suite ``name`` on the DataFrame ``frame``; the results are stored."""
+    """Evaluate ``expectations`` as the suite ``name`` on the pandas DataFrame ``frame``; the
+    results are stored."""
     import great_expectations as gx
 
-    datasource = context.data_sources.add_or_update_spark(name=DATASOURCE)
+    datasource = context.data_sources.get(DATASOURCE)
     try:
         asset = datasource.get_asset(name)
     except LookupError:
@@ -230,13 +283,8 @@ def _run_suite(context, name: str, frame, expectations: list, run):
     definition = context.validation_definitions.add_or_update(
         gx.ValidationDefinition(name=name, data=batch, suite=suite)
     )
-    try:
-        return definition.run(batch_parameters={"dataframe": frame}, run_id=run, result_format="COMPLETE")
-    finally:
-        # Great Expectations persists the frame it checks and never releases it: the cached copy
-        # would hold executor memory for the rest of the session, and Spark would answer a later
-        # read of the same files (a run prepared again under its id) from it.
-        frame.unpersist()
+    return definition.run(batch_parameters={"dataframe": frame}, run_id=run, result_format={
+        "result_format": "COMPLETE", "unexpected_index_column_names": REPORTED})
 
 
 def _suite_name(table: TableFacts) -> str:
@@ -244,48 +292,37 @@ def _suite_name(table: TableFacts) -> str:
     return f"{path_part(table.database)}:{path_part(table.table)}"
 
 
-def _validate_table(context, spark, run_folder: Path, table: TableFacts, run) -> TableOutcome:
-    """Evaluate the table's expectations on its changes."""
-    try:
-        frame = _changes(spark, run_folder, table)
-    except Exception as exc:  # noqa: BLE001 -- files Spark cannot read (or merge) fail the table, not the step
-        log.warning("%s: the changes cannot be read: %s", table.name, exc)
-        return TableOutcome(table.database, table.table, 0, False, 0, [f"changes cannot be read: {_first_line(exc)}"])
-    if frame is None:
+def _frame(profile: list[dict]):
+    """The profile as the pandas batch Great Expectations checks: counts as nullable integers."""
+    import pandas as pd
+
+    frame = pd.DataFrame(profile, columns=list(PROFILE_COLUMNS))
+    for column in COUNTS.values():
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def _validate_table(context, table: TableFacts, profile: list[dict] | str | None, charsets: list[dict],
+                    run) -> TableOutcome:
+    """Evaluate the table's expectations on its profile."""
+    if isinstance(profile, str):
+        log.warning("%s: the changes cannot be read: %s", table.name, profile)
+        return TableOutcome(table.database, table.table, 0, False, 0, [f"changes cannot be read: {profile}"])
+    if profile is None:
         failures = [] if table.logged_rows == 0 else [
             f"no changes files, but the transaction index logged {table.logged_rows} rows"
         ]
         return TableOutcome(table.database, table.table, 0, not failures, 0, failures)
     if not table.columns:
         log.warning("%s: no version in metadata/table_schemas, its columns are not checked", table.name)
-    result = _run_suite(context, _suite_name(table), frame, table_expectations(table), run)
-    rows = next((r.result.get("observed_value") for r in result.results
-                 if r.expectation_config.meta["check"] == "row_count"), None) or 0  # None: the count failed
+    expectations = table_expectations(table, charsets=bool(charsets))
+    result = _run_suite(context, _suite_name(table), _frame(profile + charsets), expectations, run)
+    rows = sum(row["rows"] for row in profile if row["check"] == "row_count")
     failures = [failure_line(r) for r in result.results if not r.success]
     if not table.columns:
         failures.insert(0, "no table version in metadata/table_schemas")
     log.info("%s: %d rows, %d expectations, %d failed", table.name, rows, len(result.results), len(failures))
     return TableOutcome(table.database, table.table, rows, not failures, len(result.results), failures)
-
-
-def _validate_charsets(context, spark, run_folder: Path, outcomes: list[TableOutcome], run) -> None:
-    """Evaluate ``metadata/charset_checks`` (when the run has it) and add each table's result
-    to its outcome; tables without rows there have no non-UTF-8 text column to check."""
-    folder = run_folder / "metadata" / "charset_checks"
-    checked = {(row["database"], row["table"]) for row in _rows(folder)}
-    by_table = {(t.database, t.table): t for t in outcomes}
-    expectations = [charset_expectation(*key) for key in sorted(checked) if key in by_table]
-    if not expectations:
-        return
-    frame = spark.read.parquet(str(folder))
-    result = _run_suite(context, CHARSET_SUITE, frame, expectations, run)
-    for each in result.results:
-        meta = each.expectation_config.meta
-        outcome = by_table[(meta["database"], meta["table"])]
-        outcome.expectations += 1
-        if not each.success:
-            outcome.failures.append(failure_line(each))
-            outcome.success = False
 
 
 def _build_data_docs(context, warehouse: Path, run) -> str | None:

@@ -1,4 +1,4 @@
-"""plugins.hooks: object stores built from the Airflow connection ``binlake_s3`` (defined in
+"""plugins.hooks: Spark memory settings from the Airflow connection ``binlake_spark``; object stores built from the Airflow connection ``binlake_s3`` (defined in
 the environment, JSON form) against a real moto server, the fallback to boto3's own
 settings without it, and folders that need no connection."""
 
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from plugins.hooks import store_for
+from plugins.hooks import spark_settings, store_for
 from plugins.object_store import FolderStore, S3Store
 
 UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing answers there
@@ -91,3 +91,13 @@ def test_a_folder_needs_no_connection(tmp_path, monkeypatch):
         store = store_for(uri)
         assert isinstance(store, FolderStore)
         assert [obj.name for obj in store.list()] == ["mysql-bin.000001"]
+
+
+def test_spark_memory_comes_from_the_binlake_spark_connection(monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_BINLAKE_SPARK", json.dumps(
+        {"conn_type": "generic", "extra": {"driver_memory": "8g", "executor_memory": "3g", "other": "x"}}))
+    assert spark_settings() == {"spark.driver.memory": "8g", "spark.executor.memory": "3g"}
+    monkeypatch.setenv("AIRFLOW_CONN_BINLAKE_SPARK", json.dumps({"conn_type": "generic", "extra": {}}))
+    assert spark_settings() == {}
+    monkeypatch.delenv("AIRFLOW_CONN_BINLAKE_SPARK")
+    assert spark_settings() == {}  # no connection: the session's defaults, from the machine

@@ -167,7 +167,7 @@ def test_the_command_logs_what_a_user_can_act_on(source, tmp_path):
     assert [line for line in lines if not ours.match(line)] == [line for line in lines if actionable.match(line)]
     assert len(lines) > 5 and sum(bool(actionable.match(line)) for line in lines) == 1
     assert "resolves to a loopback address" not in run.stderr and "py4j" not in run.stderr
-    assert "quality: passed (16 expectations)" in run.stdout
+    assert "quality: passed (18 expectations)" in run.stdout
     assert re.match(r"run \w+ of stream .+: .* row changes in [\d.]+ s \(validation [\d.]+ s\)$", run.stdout.splitlines()[0])
     assert "spark_jobs.ingest: run " in run.stderr and run.stdout.startswith("run ")
     assert "mariadb-bin.index" not in run.stderr  # an index file is no binlog look-alike

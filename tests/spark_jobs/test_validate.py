@@ -22,9 +22,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from binlog_codec.table_map import ColumnType
-from spark_jobs.expectations import IntegerRange, identifier, integer_range, literal, spark_type, verdict
+from spark_jobs.expectations import verdict
 from spark_jobs.ingest import ingest
 from spark_jobs.layout import table_folder
+from spark_jobs.run_facts import IntegerRange, integer_range
 from spark_jobs.validate import QualityOutcome, validate
 
 DATABASE = "validate_e2e"
@@ -96,14 +97,13 @@ def test_the_real_run_passes_every_expectation(outcome, warehouse):
     assert ranges["biu"] == {"column": "biu", "sql_type": "BIGINT UNSIGNED", "low": "0", "high": str(2**64 - 1)}
     assert ranges["b64"]["high"] == str(2**64 - 1) and ranges["tiu"]["high"] == "255"
     assert (ranges["i"]["low"], ranges["i"]["high"]) == (str(-(2**31)), str(2**31 - 1))
-    assert numbers["type"]["columns"]["biu"] == "decimal(20,0)"
+    assert numbers["type"]["columns"]["biu"] == "decimal128(20, 0)"
     assert "ti" not in numbers["type"]["columns"]  # TINYINT, then SMALLINT: widened, not one type
 
     texts = checks(suite_results(warehouse, "real", f"{DATABASE}:texts"))
     assert {"c_latin1", "t_cp1251"} <= set(texts["text"]["columns"])
     if (warehouse / "metadata" / "charset_checks").is_dir():  # written by decoders that check round trips
-        charsets = suite_results(warehouse, "real", "charset_checks")
-        assert "texts" in {r["expectation_config"]["meta"]["table"] for r in charsets}
+        assert "charset" in texts
 
 
 @pytest.mark.integration
@@ -237,7 +237,7 @@ WRONG = {
     "rows out of order": (out_of_order, "temporal", "log_order", ["_binlog_pos", "out of log order", "row 0"]),
     "_op of x": (unknown_operation, "temporal", "operation", ["column _op", "'x'"]),
     "dropped column": (dropped_column, "bytes", "columns", ["missing ['vb']"]),
-    "changed column type": (changed_type, "numbers", "type", ["column i: type bigint", "says int"]),
+    "changed column type": (changed_type, "numbers", "type", ["column i: type int64", "says int32"]),
     "row count off the transaction index": (row_missing, "temporal", "row_count", ["change rows", "logged"]),
 }
 
@@ -297,13 +297,6 @@ def test_integer_ranges_follow_the_sql_type_width():
     # signedness not logged: the decoder's signed reading and the unsigned range are both possible
     assert integer_range(column("TINYINT", ColumnType.TINY, None)) == IntegerRange("TINYINT", -128, 255)
     assert integer_range(column("YEAR", ColumnType.YEAR, None)) is None
-
-
-def test_names_are_quoted_for_spark_sql_and_the_batch_template():
-    assert identifier("we`ird {name}") == "`we``ird {{name}}`"
-    assert literal("it's a \\ {x}") == "'it\\'s a \\\\ {{x}}'"
-    assert spark_type("decimal128(20, 0)") == "decimal(20,0)"
-    assert spark_type("timestamp[us, tz=UTC]") == "timestamp" and spark_type("timestamp[us]") == "timestamp_ntz"
 
 
 def test_row_changes_no_expectation_checked_fail_the_run(spark, tmp_path):
