@@ -158,7 +158,7 @@ class _Finding:
         self.count += count
 
 
-@dataclass
+@dataclass(eq=False)  # a file is itself: compared by identity
 class _FileStream:
     """One changes file of the table, read a batch at a time, measured as it is read."""
 
