@@ -136,12 +136,16 @@ def _free_port() -> int:
 
 
 class Server:
-    def __init__(self, directory: Path):
+    """A private server with its data in ``directory``; ``settings``: more environment for
+    ``infra/mariadb.sh start`` (e.g. ``MARIADBD_EXTRA_ARGS``)."""
+
+    def __init__(self, directory: Path, settings: dict | None = None):
         self.directory = directory
         self.socket = directory / "mariadb.sock"
+        self.settings = settings or {}
 
     def start(self) -> None:
-        env = dict(os.environ, MAX_BINLOG_SIZE="1G", INNODB_BUFFER_POOL_SIZE="512M")
+        env = dict(os.environ, MAX_BINLOG_SIZE="1G", INNODB_BUFFER_POOL_SIZE="512M", **self.settings)
         subprocess.run(
             ["bash", str(INFRA), "start", str(self.directory), str(_free_port())],
             check=True,

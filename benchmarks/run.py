@@ -16,6 +16,15 @@ over a folder holding just that file into a new warehouse, once with
 each), with how it scales and how it compares with ``binlog-codec rows``, and
 the time of each phase (decode, materialize, publish) from its log.
 
+Two ingest scenarios (:mod:`scenario_binlogs`: binlogs of their own, made once
+and cached in ``.bench/scenarios``) run the same command on ``local[2]``, with
+validation on and with ``--no-validation`` side by side (``report["scenarios"]``):
+a small incremental run (1,100 row changes after a first run of 100,000 rows)
+and one transaction of 4,000,000 row changes; each with its wall time, the
+gate's seconds, the peak memory of every process and the log lines naming an
+``OutOfMemoryError`` or at level ERROR. With ``--only`` naming just scenarios,
+the MariaDB binlog is neither made nor read.
+
 The JSON side (:mod:`json_corpus`) is timed on a synthetic MySQL 8 binlog of
 binary JSON documents and partial JSON updates (``--json-target-mb``, 1024 by
 default; made once and cached in ``.bench/json``): ``binlog-codec rows``,
@@ -64,6 +73,7 @@ import make_binlog  # noqa: E402
 from measuring import CODEC, ROW_KINDS, mariadb_binlog_row_counts, run_command  # noqa: E402
 from measuring import load_average as _load  # noqa: E402
 import plot  # noqa: E402
+import scenario_binlogs  # noqa: E402
 
 RESULTS = make_binlog.BENCH_DIR / "results.json"
 PLOT = RESULTS.with_suffix(".svg")  # throughput per measurement, next to the results
@@ -79,6 +89,8 @@ INGEST_1 = "spark ingest local[1]"
 INGEST_2 = "spark ingest local[2]"
 INGEST_2_VALIDATED = "spark ingest local[2], validation on"
 INGEST_1_CPU = "spark ingest local[1], one CPU"
+INCREMENTAL = "spark ingest, incremental 1,100 changes"
+BIG_TRANSACTION = "spark ingest, 4M changes in one transaction"
 # Rows/s of the first entry over rows/s of the second (same as seconds of the
 # second over seconds of the first): above 1, the first is faster.
 RATIOS = [(CODEC_ROWS, PYMYSQLREPLICATION), (READ_ROWS, PYMYSQLREPLICATION), (CODEC_ROWS, MARIADB_V),
@@ -101,6 +113,12 @@ TARGETS = {
     "ingest_validated_vs_unvalidated": 1.25,
     # A Spark task's budget: a fold bucket holds at most a million rows (spark_jobs.materialize).
     "ingest_task_peak_rss_mb": 2048,
+    # A small incremental run (1,100 row changes, validation on): the gate's own seconds.
+    "incremental_validation_seconds": 3.0,
+    # One transaction of 4M row changes: the gate adds at most a quarter to the ingest's time, and
+    # no log line of either run names an OutOfMemoryError.
+    "big_transaction_validated_vs_unvalidated": 1.25,
+    "big_transaction_out_of_memory_lines": 0,
 }
 # Runs of each ingest measurement (--ingest-repeat): each takes minutes.
 INGEST_REPEAT = 1
@@ -171,17 +189,22 @@ SUMMARY_LINE = re.compile(r"^run (\w+)(?: of stream .+)?: (\d+) files, ([\d,]+) 
 TABLE_LINE = re.compile(r"^  (\S+): ([\d,]+)$")
 
 
+def link_files(paths: list[Path], folder: Path) -> None:
+    """A hard link to each of ``paths`` in ``folder`` (a symlink where a link is impossible)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        try:
+            os.link(path, folder / path.name)
+        except OSError:
+            os.symlink(path, folder / path.name)
+
+
 def ingest_source(path: Path) -> Path:
-    """A source folder holding just ``path``: a hard link to it (a symlink when
-    a link is impossible), under ``.bench/ingest/source``."""
+    """A source folder holding just ``path`` (see :func:`link_files`), under ``.bench/ingest/source``."""
     source = INGEST_DIR / "source"
     if source.exists():
         shutil.rmtree(source)
-    source.mkdir(parents=True)
-    try:
-        os.link(path, source / path.name)
-    except OSError:
-        os.symlink(path, source / path.name)
+    link_files([path], source)
     return source
 
 
@@ -239,12 +262,31 @@ def ingest_phases(log_text: str, started: float, ended: float) -> dict:
     return phases
 
 
+def log_problems(log_text: str) -> dict:
+    """Lines of a run's log that tell of trouble even when the run passes: ``out_of_memory``, those
+    naming ``OutOfMemoryError`` (a JVM or Spark task out of heap; Spark may retry the task and go
+    on), and ``error``, those logged at level ERROR (`` ERROR `` in the line: Spark's and ours)."""
+    lines = log_text.splitlines()
+    return {"out_of_memory": sum("OutOfMemoryError" in line for line in lines),
+            "error": sum(" ERROR " in line for line in lines)}
+
+
 def _traceback(text: str, limit: int = 6000) -> str:
     """The last Python traceback in ``text`` (else its tail), at most ``limit`` characters."""
     at = text.rfind("Traceback (most recent call last)")
     part = text[at:] if at >= 0 else text
     part = part.strip()
     return part if len(part) <= limit else "...\n" + part[-limit:]
+
+
+class IngestFailed(RuntimeError):
+    """An ingest that exited with another status than 0 or ran out of time: the message says how
+    (and holds the last traceback of its log); ``seconds``, ``peak_rss_mb`` and ``log_problems``
+    are what it measured until then."""
+
+    def __init__(self, message: str, seconds: float, peak_rss_mb: dict, problems: dict) -> None:
+        super().__init__(message)
+        self.seconds, self.peak_rss_mb, self.log_problems = seconds, peak_rss_mb, problems
 
 
 class PeakMemory:
@@ -292,11 +334,7 @@ class PeakMemory:
 def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = None,
                  validation: bool = False) -> tuple[float, dict]:
     """``python -m spark_jobs.ingest`` over a folder holding just ``path`` into a
-    fresh warehouse, as its own process (its own JVM). Returns the wall time of
-    the whole command and what the run reported (rows, per table, phases).
-    ``cpus``: the process and all it starts (the JVM, the Python workers) may run
-    on that many CPUs only, the first ones; ``validation``: with the Great
-    Expectations gate, as users run it (else ``--no-validation``). Output goes to
+    fresh warehouse (:func:`run_ingest`). Output goes to
     ``.bench/ingest/<master>[-cpuN][-validated].log``; the warehouse is kept until the next run."""
     tag = (re.sub(r"[^\w]+", "-", master).strip("-") + (f"-cpu{cpus}" if cpus else "")
            + ("-validated" if validation else ""))
@@ -304,7 +342,17 @@ def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = Non
     warehouse = INGEST_DIR / f"warehouse-{tag}"
     if warehouse.exists():
         shutil.rmtree(warehouse)
-    log_path = INGEST_DIR / f"{tag}.log"
+    return run_ingest(source, warehouse, INGEST_DIR / f"{tag}.log", master, timeout, cpus, validation)
+
+
+def run_ingest(source: Path, warehouse: Path, log_path: Path, master: str, timeout: float,
+               cpus: int | None = None, validation: bool = False) -> tuple[float, dict]:
+    """``python -m spark_jobs.ingest --source source --warehouse warehouse`` as its own process
+    (its own JVM), its stderr to ``log_path``. Returns the wall time of the whole command and
+    what the run reported (rows, per table, phases, peak memory, :func:`log_problems`).
+    ``cpus``: the process and all it starts (the JVM, the Python workers) may run
+    on that many CPUs only, the first ones; ``validation``: with the Great
+    Expectations gate, as users run it (else ``--no-validation``)."""
     argv = [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source),
             "--warehouse", str(warehouse), "--master", master] + ([] if validation else ["--no-validation"])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
@@ -318,11 +366,13 @@ def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = Non
         pinned = (lambda: os.sched_setaffinity(0, range(cpus))) if cpus else None
         proc = subprocess.Popen(argv, stdout=output, stderr=log_file, cwd=REPO_ROOT, env=env, preexec_fn=pinned)
         peaks = PeakMemory(proc.pid)
+        timed_out = False
         try:
             proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired as exc:
+        except subprocess.TimeoutExpired:
+            timed_out = True
             proc.kill()
-            raise RuntimeError(f"timed out after {timeout:.0f} s; log in {log_path.relative_to(REPO_ROOT)}") from exc
+            proc.wait()
         finally:
             peaks.stop()
         seconds = time.perf_counter() - t0
@@ -331,8 +381,9 @@ def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = Non
         stdout = output.read().decode(errors="replace")
     log_text = log_path.read_text(errors="replace")
     if proc.returncode != 0:
-        raise RuntimeError(f"exit {proc.returncode} (log in {log_path.relative_to(REPO_ROOT)}):\n"
-                           f"{_traceback(log_text)}")
+        why = f"timed out after {timeout:.0f} s" if timed_out else f"exit {proc.returncode}"
+        raise IngestFailed(f"{why} (log in {log_path.relative_to(REPO_ROOT)}):\n{_traceback(log_text)}",
+                           seconds, peaks.by_role(), log_problems(log_text))
     lines = stdout.strip().splitlines()
     summary = SUMMARY_LINE.match(lines[0]) if lines else None
     if summary is None:
@@ -346,16 +397,102 @@ def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = Non
         "validation_seconds": float(summary[6]) if summary[6] else None,
         "phases": ingest_phases(log_text, started, ended),
         "peak_rss_mb": peaks.by_role(),
+        "log_problems": log_problems(log_text),
         "log": str(log_path.relative_to(REPO_ROOT)),
         "warehouse": str(warehouse.relative_to(REPO_ROOT)),
     }
+
+
+# -- ingest scenarios -------------------------------------------------------------------
+
+# Each scenario's ingest, as users run it and without the gate, side by side: the key in its
+# result's ``runs``, and whether the gate is on.
+VALIDATED = "validation on"
+UNVALIDATED = "--no-validation"
+VARIANTS = {VALIDATED: True, UNVALIDATED: False}
+SCENARIO_MASTER = "local[2]"
+
+
+def scenario_variant(files: list[Path], workdir: Path, tag: str, validation: bool, timeout: float) -> dict:
+    """One ingest of a scenario's last file, measured: every file before it is ingested first, in
+    a run of its own (not measured), into the same fresh warehouse; the measured run then finds
+    the last file next to them in the source folder, as the next run of the stream would. In
+    ``workdir``: ``source-<tag>``, ``warehouse-<tag>`` (kept until the next run) and the logs,
+    ``<tag>-before.log`` and ``<tag>.log``. Returns the wall seconds of the measured command and
+    what it reported (:func:`run_ingest`), or ``error`` with what the failed run measured."""
+    source, warehouse = workdir / f"source-{tag}", workdir / f"warehouse-{tag}"
+    for folder in (source, warehouse):
+        if folder.exists():
+            shutil.rmtree(folder)
+    step = "the run before"
+    try:
+        if files[:-1]:
+            link_files(files[:-1], source)
+            run_ingest(source, warehouse, workdir / f"{tag}-before.log", SCENARIO_MASTER, timeout,
+                       validation=validation)
+        step = "the measured run"
+        link_files(files[-1:], source)
+        seconds, out = run_ingest(source, warehouse, workdir / f"{tag}.log", SCENARIO_MASTER, timeout,
+                                  validation=validation)
+    except IngestFailed as exc:
+        return {"error": f"{step}: {exc}", "failed_after_s": round(exc.seconds, 2),
+                "peak_rss_mb": exc.peak_rss_mb, "log_problems": exc.log_problems}
+    return {"seconds": round(seconds, 2), **out}
+
+
+def validation_ratio(runs: dict) -> float | None:
+    """Wall seconds of the run with the gate over those of the run without it (None unless both ran)."""
+    validated, unvalidated = runs.get(VALIDATED, {}), runs.get(UNVALIDATED, {})
+    if "seconds" not in validated or "seconds" not in unvalidated:
+        return None
+    return round(validated["seconds"] / unvalidated["seconds"], 2)
+
+
+def best_run(runs: list[dict]) -> dict:
+    """What a variant's runs (:func:`scenario_variant`, in order) measured: the first failed one
+    if any failed (a failure is never hidden by a faster run), else the fastest; with
+    ``all_seconds`` (of those that ran to the end) and ``all_log_problems`` of every run."""
+    failed = [each for each in runs if "error" in each]
+    chosen = failed[0] if failed else min(runs, key=lambda each: each["seconds"])
+    return {**chosen, "all_seconds": [each["seconds"] for each in runs if "seconds" in each],
+            "all_log_problems": [each.get("log_problems") for each in runs]}
+
+
+def measure_scenario(bench: dict, repeat: int, timeout: float) -> dict:
+    """A scenario's binlogs (:mod:`scenario_binlogs`, made first unless cached) ingested with
+    :data:`SCENARIO_MASTER`, each of :data:`VARIANTS` in turn, ``repeat`` rounds
+    (:func:`scenario_variant`, :func:`best_run`), and how many times as long the run with the
+    gate took (:func:`validation_ratio`)."""
+    result: dict = {"name": bench["name"], "what": bench["what"]}
+    load_before = _load()
+    try:
+        files = scenario_binlogs.ensure_files(scenario_binlogs.SCENARIOS[bench["scenario"]])
+    except Exception as exc:  # noqa: BLE001 - every failure is recorded
+        return {**result, "error": f"cannot make the scenario's binlogs: {type(exc).__name__}: {exc}"}
+    workdir = INGEST_DIR / bench["scenario"]
+    result["files"] = [str(f.relative_to(REPO_ROOT)) for f in files]
+    result["command"] = (f"python -m spark_jobs.ingest --source {workdir.relative_to(REPO_ROOT)}/source-<variant> "
+                         f"--warehouse <fresh> --master {SCENARIO_MASTER} [--no-validation]"
+                         + (f", first with {', '.join(f.name for f in files[:-1])}, then with "
+                            f"{files[-1].name} added (measured)" if len(files) > 1 else ""))
+    runs: dict[str, list[dict]] = {variant: [] for variant in VARIANTS}
+    for _ in range(repeat):
+        for variant, validation in VARIANTS.items():
+            tag = re.sub(r"[^\w]+", "-", variant).strip("-")
+            runs[variant].append(scenario_variant(files, workdir, tag, validation, timeout))
+    result["runs"] = {variant: best_run(each) for variant, each in runs.items()}
+    result["seconds_validated_over_unvalidated"] = validation_ratio(result["runs"])
+    result["load_average"] = [load_before, _load()]
+    return result
 
 
 # What is measured. Each entry is either a command ("argv", with {file} and
 # {mariadb_binlog} substituted), an in-process Python callable ("python",
 # called with the file's Path; with "server": True also with the running
 # server that wrote the file) or an end-to-end Spark ingest ("ingest": the
-# master URL; run --ingest-repeat times). Add entries here for new measurements.
+# master URL; run --ingest-repeat times) or an ingest scenario ("scenario": its key in
+# scenario_binlogs.SCENARIOS; :func:`measure_scenario`, on its own binlogs rather than the
+# file). Add entries here for new measurements.
 BENCHMARKS: list[dict] = [
     {
         "name": "mariadb-binlog",
@@ -436,6 +573,20 @@ BENCHMARKS: list[dict] = [
         "validation": True,
         "what": "python -m spark_jobs.ingest --master local[2], as users run it: default settings, the Great "
                 "Expectations gate on (decode, materialize, validate, publish)",
+    },
+    {
+        "name": INCREMENTAL,
+        "scenario": "incremental",
+        "what": "a small incremental run: bench_inc.items ingested with its 100,000 rows first (not measured), "
+                "then the next file, 1,100 row changes (1,000 updates of the newest rows, 100 inserts), into the "
+                "same warehouse; with validation on and with --no-validation",
+    },
+    {
+        "name": BIG_TRANSACTION,
+        "scenario": "big-transaction",
+        "what": "one transaction of 4,000,000 row changes (2,000,000 inserts into bench_big.wide, 8 mixed "
+                "columns, then an UPDATE of every row) into a fresh warehouse; with validation on and with "
+                "--no-validation",
     },
 ]
 
@@ -569,6 +720,32 @@ def targets_met(by_name: dict, ratios: dict) -> dict:
         "ingest_validated_vs_unvalidated_met": at_most(
             ratios.get(f"seconds of {INGEST_2_VALIDATED} / seconds of {INGEST_2}"),
             TARGETS["ingest_validated_vs_unvalidated"]),
+        **scenario_targets_met(by_name),
+    }
+
+
+def scenario_targets_met(by_name: dict) -> dict:
+    """Whether the ingest scenarios met their :data:`TARGETS`: None when the scenario was not run,
+    False when it ran but the figure is missing (a run failed, or did not get to the gate)."""
+
+    def within(name: str, value, target) -> bool | None:
+        if name not in by_name:
+            return None
+        return value is not None and value <= target
+
+    incremental = by_name.get(INCREMENTAL, {}).get("runs", {}).get(VALIDATED, {})
+    big = by_name.get(BIG_TRANSACTION, {})
+    problems = [logged for each in big.get("runs", {}).values() for logged in each.get("all_log_problems", [None])]
+    out_of_memory = (sum(p["out_of_memory"] for p in problems)
+                     if len(big.get("runs", {})) == len(VARIANTS) and all(problems) else None)
+    return {
+        "incremental_validation_seconds_met": within(
+            INCREMENTAL, incremental.get("validation_seconds"), TARGETS["incremental_validation_seconds"]),
+        "big_transaction_validated_vs_unvalidated_met": within(
+            BIG_TRANSACTION, big.get("seconds_validated_over_unvalidated"),
+            TARGETS["big_transaction_validated_vs_unvalidated"]),
+        "big_transaction_out_of_memory_lines_met": within(
+            BIG_TRANSACTION, out_of_memory, TARGETS["big_transaction_out_of_memory_lines"]),
     }
 
 
@@ -659,42 +836,21 @@ def two_process_speedup(count: int = 20_000_000) -> float:
     return round(alone / together, 2)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")
-    ap.add_argument("--ingest-repeat", type=int, default=INGEST_REPEAT,
-                    help="runs per Spark ingest measurement (best is kept)")
-    ap.add_argument("--only", nargs="*", help="names of the measurements to run")
-    ap.add_argument("--target-mb", type=int, default=make_binlog.DEFAULT_TARGET_MB)
-    ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
-    ap.add_argument("--file", type=Path, help="benchmark this binlog instead")
-    ap.add_argument("--json-target-mb", type=int, default=json_corpus.DEFAULT_TARGET_MB,
-                    help="size of the synthetic MySQL 8 JSON corpus in MB (10^6 bytes)")
-    ap.add_argument("--no-json", action="store_true", help="leave out the JSON corpus measurements")
-    ap.add_argument("--no-backup", action="store_true", help="leave out the backup image measurements")
-    args = ap.parse_args(argv)
-
-    benches = [b for b in BENCHMARKS if not args.only or b["name"] in args.only]
+def benchmark_file(args: argparse.Namespace, benches: list[dict]) -> Path:
+    """The MariaDB binlog to measure: ``--file``, else the generated one (made unless cached;
+    made again when a server-streamed measurement needs the server that wrote it and it cannot)."""
     if args.file:
-        path = args.file.resolve()
-    else:
-        try:
-            # A server-streamed measurement needs the server that wrote the
-            # file; without it the binlog is made again.
-            path = make_binlog.ensure_binlog(
-                args.target_mb, need_server=any(b.get("server") for b in benches)
-            )
-        except Exception as exc:  # noqa: BLE001
-            print(f"run.py: cannot make the benchmark binlog: {exc}", file=sys.stderr)
-            return 1
+        return args.file.resolve()
+    return make_binlog.ensure_binlog(args.target_mb, need_server=any(b.get("server") for b in benches))
+
+
+def measure_file(path: Path, benches: list[dict], args: argparse.Namespace, tools: dict) -> dict:
+    """The MariaDB binlog ``path`` and its measurements ``benches``: the report's fields about the
+    file (size, events, row changes counted by each reader), ``results`` (per measurement, with
+    MB/s, events/s, rows/s and the ratio to the baseline) and ``ratios`` (:data:`RATIOS`,
+    :data:`TIME_RATIOS`)."""
     size = path.stat().st_size
     mb = size / 1e6
-
-    tools = {
-        "mariadb_binlog": shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog"),
-    }
-
-    load_at_start = _load()
     # The event count comes from binlog-codec's framing scan.
     event_count = None
     count_error = None
@@ -758,9 +914,7 @@ def main(argv: list[str] | None = None) -> int:
         if "seconds" in by_name.get(ours, {}) and "seconds" in by_name.get(theirs, {}):
             ratios[f"seconds of {ours} / seconds of {theirs}"] = round(
                 by_name[ours]["seconds"] / by_name[theirs]["seconds"], 2)
-    report_targets = targets_met(by_name, ratios)
-    report = {
-        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    return {
         "file": str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path),
         "file_bytes": size,
         "file_mb": round(mb, 1),
@@ -769,14 +923,118 @@ def main(argv: list[str] | None = None) -> int:
         "row_count": row_count,
         "row_counts": row_counts,
         "row_counts_agree": row_counts_agree,
+        "results": results,
+        "ratios": ratios,
+    }
+
+
+def print_file_summary(report: dict) -> None:
+    """The MariaDB binlog's measurements, on stderr: each one's speed, the row counts, the ratios
+    and the phases of the ingests."""
+    results, ratios = report["results"], report["ratios"]
+    print(f"{Path(report['file']).name}: {report['file_mb']:.1f} MB, {report['event_count'] or '?'} events, "
+          f"{report['row_count'] or '?'} rows", file=sys.stderr)
+    for r in results:
+        if "seconds" in r:
+            ratio = r["ratio_vs_mariadb_binlog"]
+            print(
+                f"  {r['name']:<32} {r['seconds']:8.3f} s {r['mb_per_s']:8.1f} MB/s "
+                f"{r['events_per_s'] or 0:>10,} ev/s {r['rows_per_s'] or 0:>10,} rows/s"
+                f"  x{ratio if ratio is not None else '?'}",
+                file=sys.stderr,
+            )
+        else:
+            print(f"  {r['name']:<32} ERROR {r.get('error')}", file=sys.stderr)
+    print(f"  load average (1 min) at start: {report['machine']['load_average_at_start']}; per measurement, before and after: "
+          + ", ".join(f"{r['name']} {r['load_average']}" for r in results), file=sys.stderr)
+    for name, counts in report["row_counts"].items():
+        print(f"  rows counted by {name}: {counts}", file=sys.stderr)
+    print(f"  row counts agree: {report['row_counts_agree']}", file=sys.stderr)
+    for name, value in ratios.items():
+        print(f"  {name}: {value}x{'' if name.startswith('seconds of') else ' rows/s'}", file=sys.stderr)
+    for r in results:
+        phases = (r.get("returned") or {}).get("phases") if isinstance(r.get("returned"), dict) else None
+        if phases:
+            shown = ", ".join(f"{k} {v:.1f} s" for k, v in phases.items() if isinstance(v, (int, float))
+                              and k != "decode_reported")
+            print(f"  {r['name']} phases: {shown}", file=sys.stderr)
+
+
+def scenario_lines(result: dict) -> list[str]:
+    """An ingest scenario's measurement in a few lines: each variant's wall time, the gate's own
+    seconds, peak memory (driver / JVM / largest Python worker) and the log lines naming an
+    OutOfMemoryError or at level ERROR in all its runs (or why it failed), then the ratio of the two."""
+    if "runs" not in result:
+        return [f"{result['name']}: ERROR {result.get('error')}"]
+    lines = [f"{result['name']}:"]
+    for variant, run in result["runs"].items():
+        peak = run.get("peak_rss_mb") or {}
+        memory = " / ".join(f"{peak.get(role, 0):,.0f}" for role in ("driver", "jvm", "python_worker"))
+        problems = [each for each in run.get("all_log_problems", [run.get("log_problems")]) if each]
+        logged = (f"OutOfMemoryError lines {sum(each['out_of_memory'] for each in problems)}, "
+                  f"ERROR lines {sum(each['error'] for each in problems)}")
+        if "error" in run:
+            first = run["error"].splitlines()[0]
+            lines.append(f"  {variant}: FAILED after {run['failed_after_s']} s: {first}; peak MB {memory}; {logged}")
+            continue
+        gate = f" (validation {run['validation_seconds']} s)" if run.get("validation_seconds") is not None else ""
+        every = run.get("all_seconds", [])
+        runs = f" (runs: {', '.join(f'{t:.2f}' for t in every)} s)" if len(every) > 1 else ""
+        lines.append(f"  {variant}: {run['seconds']:.2f} s{runs}{gate}, {run['rows']:,} row changes; "
+                     f"peak MB driver / JVM / Python worker {memory}; {logged}")
+    ratio = result.get("seconds_validated_over_unvalidated")
+    lines.append(f"  validation on / --no-validation: {ratio if ratio is not None else '?'}x")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")
+    ap.add_argument("--ingest-repeat", type=int, default=INGEST_REPEAT,
+                    help="runs per Spark ingest measurement (best is kept)")
+    ap.add_argument("--only", nargs="*", help="names of the measurements to run")
+    ap.add_argument("--target-mb", type=int, default=make_binlog.DEFAULT_TARGET_MB)
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per run")
+    ap.add_argument("--file", type=Path, help="benchmark this binlog instead")
+    ap.add_argument("--json-target-mb", type=int, default=json_corpus.DEFAULT_TARGET_MB,
+                    help="size of the synthetic MySQL 8 JSON corpus in MB (10^6 bytes)")
+    ap.add_argument("--no-json", action="store_true", help="leave out the JSON corpus measurements")
+    ap.add_argument("--no-backup", action="store_true", help="leave out the backup image measurements")
+    args = ap.parse_args(argv)
+
+    benches = [b for b in BENCHMARKS if not args.only or b["name"] in args.only]
+    # The MariaDB binlog's entries; the scenarios ingest binlogs of their own.
+    file_benches = [b for b in benches if "scenario" not in b]
+    tools = {
+        "mariadb_binlog": shutil.which("mariadb-binlog") or shutil.which("mysqlbinlog"),
+    }
+    load_at_start = _load()
+    measured: dict = {}
+    if file_benches:
+        try:
+            path = benchmark_file(args, file_benches)
+        except Exception as exc:  # noqa: BLE001
+            print(f"run.py: cannot make the benchmark binlog: {exc}", file=sys.stderr)
+            return 1
+        measured = measure_file(path, file_benches, args, tools)
+    scenarios = []
+    for bench in benches:
+        if "scenario" in bench:
+            print(f"timing {bench['name']} ...", file=sys.stderr, flush=True)
+            scenarios.append(measure_scenario(bench, args.ingest_repeat, args.timeout))
+    results = measured.get("results", [])
+    by_name = {r["name"]: r for r in results + scenarios}
+    report = {
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        **{key: value for key, value in measured.items() if key not in ("results", "ratios")},
         "repeat": args.repeat,
         "ingest_repeat": args.ingest_repeat,
         "baseline": BASELINE,
         "ratio_means": "seconds / seconds of the baseline (lower is faster)",
-        "ratios": ratios,
+        "ratios": measured.get("ratios", {}),
         "ratios_mean": "rows/s of the first / rows/s of the second (above 1: the first is faster); "
                        "'seconds of A / seconds of B': how many times as long A takes as B",
-        "targets": report_targets,
+        "targets": targets_met(by_name, measured.get("ratios", {})),
         "machine": {
             "cores": os.cpu_count(),
             "load_average_at_start": load_at_start,
@@ -793,8 +1051,9 @@ def main(argv: list[str] | None = None) -> int:
             "python_mysql_replication": _package_version("mysql-replication"),
             "pymysql": _package_version("PyMySQL"),
         },
-        "binlog_source": make_binlog.read_stamp() if not args.file else None,
+        "binlog_source": make_binlog.read_stamp() if file_benches and not args.file else None,
         "results": results,
+        "scenarios": scenarios,
     }
     report["machine"]["two_process_speedup"] = two_process_speedup()
     report["ingest_floor"] = ingest_floor(by_name, report["machine"]["two_process_speedup"])
@@ -814,31 +1073,11 @@ def main(argv: list[str] | None = None) -> int:
 
     print(json.dumps(report, indent=2))
     print(file=sys.stderr)
-    print(f"{path.name}: {mb:.1f} MB, {event_count or '?'} events, {row_count or '?'} rows", file=sys.stderr)
-    for r in results:
-        if "seconds" in r:
-            ratio = r["ratio_vs_mariadb_binlog"]
-            print(
-                f"  {r['name']:<32} {r['seconds']:8.3f} s {r['mb_per_s']:8.1f} MB/s "
-                f"{r['events_per_s'] or 0:>10,} ev/s {r['rows_per_s'] or 0:>10,} rows/s"
-                f"  x{ratio if ratio is not None else '?'}",
-                file=sys.stderr,
-            )
-        else:
-            print(f"  {r['name']:<32} ERROR {r.get('error')}", file=sys.stderr)
-    print(f"  load average (1 min) at start: {load_at_start}; per measurement, before and after: "
-          + ", ".join(f"{r['name']} {r['load_average']}" for r in results), file=sys.stderr)
-    for name, counts in row_counts.items():
-        print(f"  rows counted by {name}: {counts}", file=sys.stderr)
-    print(f"  row counts agree: {row_counts_agree}", file=sys.stderr)
-    for name, value in ratios.items():
-        print(f"  {name}: {value}x{'' if name.startswith('seconds of') else ' rows/s'}", file=sys.stderr)
-    for r in results:
-        phases = (r.get("returned") or {}).get("phases") if isinstance(r.get("returned"), dict) else None
-        if phases:
-            shown = ", ".join(f"{k} {v:.1f} s" for k, v in phases.items() if isinstance(v, (int, float))
-                              and k != "decode_reported")
-            print(f"  {r['name']} phases: {shown}", file=sys.stderr)
+    if "file" in report:
+        print_file_summary(report)
+    for scenario in report["scenarios"]:
+        for line in scenario_lines(scenario):
+            print(line, file=sys.stderr)
     print(f"  two processes vs one on this machine (pure Python): {report['machine']['two_process_speedup']}x",
           file=sys.stderr)
     if floor := report["ingest_floor"]:
