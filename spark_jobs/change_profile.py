@@ -8,7 +8,7 @@ file, everything the expectations of :mod:`spark_jobs.expectations` judge:
 * ``columns``: each field of the file's schema (``_before``'s fields as
   ``_before.<column>``), its Arrow type and the type ``metadata/table_schemas``
   expects (None for a column the materialize step widened, and for the change
-  columns);
+  columns); and, once for the table, each expected field no file has;
 * ``range``: per integer column and SQL type range, the values of the rows of
   that range's table versions outside it, compared exactly (Arrow's integer and
   decimal kernels: 2^64 in a BIGINT UNSIGNED ``decimal128(20, 0)`` is caught);
@@ -63,7 +63,7 @@ OPERATION = "_op"
 
 # The count column of each check's measurements (the others are None in its rows).
 COUNTS = {
-    "row_count": "rows", "range": "outside_range", "text": "invalid_text", "operation": "unknown_op",
+    "row_count": "rows", "columns": "missing", "range": "outside_range", "text": "invalid_text", "operation": "unknown_op",
     "log_order": "unordered_rows", "unique_key": "duplicate_keys", "charset": "charset_mismatches",
 }
 PROFILE_COLUMNS = ("check", "file", "field", "arrow_type", "expected_type", "column", *COUNTS.values(),
@@ -92,7 +92,14 @@ def profile_table(facts: TableFacts, files: list[tuple[str, str]]) -> list[dict]
         duplicates.check(window, streams)
     profile = [row for stream in streams for row in stream.measurements()]
     profile.append(duplicates.measurement())
-    return profile
+    return profile + _missing(facts, streams)
+
+
+def _missing(facts: TableFacts, streams: list[_FileStream]) -> list[dict]:
+    """A measurement per field the metadata expects and no file of the table has."""
+    present = {name for stream in streams for name, _ in _fields(stream.schema)}
+    return [measurement("columns", column=name, missing=1, expected="a field of the table's changes")
+            for name in facts.expected_fields() if name not in present]
 
 
 # -- change keys -----------------------------------------------------------------

@@ -108,9 +108,7 @@ def _columns(facts: TableFacts) -> list:
     expected = sorted(facts.expected_fields())
     description = "The fields are the source columns of metadata/table_schemas, the change columns and _before's."
     return [
-        gx.expectations.ExpectColumnDistinctValuesToContainSet(
-            column="field", value_set=expected, meta={"check": "columns", "columns": expected},
-            description=description + " None is missing."),
+        _none_offending("columns", description + " None is missing.", columns=expected),
         gx.expectations.ExpectColumnValuesToBeInSet(
             column="field", value_set=expected, meta={"check": "columns", "columns": expected},
             description=description + " There is no other."),
@@ -157,7 +155,7 @@ def failure_line(result: Any) -> str:
         return f"{meta.get('check', config.type)} check could not run: {error}"
     outcome = result.result or {}
     if meta.get("check") == "columns":
-        return _explain_columns(meta["columns"], outcome)
+        return _explain_columns(outcome)
     if meta.get("check") == "row_count":
         return (f"{outcome.get('observed_value')} change rows, but the transaction index (metadata/transactions) "
                 f"logged {meta['value']}")
@@ -175,9 +173,10 @@ def _exception(info: dict) -> str | None:
     return None
 
 
-def _explain_columns(expected: list[str], outcome: dict) -> str:
-    if "partial_missing_list" in outcome:  # the distinct fields lack some
-        return f"columns differ from metadata/table_schemas: missing {sorted(outcome['partial_missing_list'])}"
+def _explain_columns(outcome: dict) -> str:
+    missing = [row["column"] for row in outcome.get("unexpected_index_list") or [] if row.get("column")]
+    if missing:
+        return f"columns differ from metadata/table_schemas: missing {sorted(missing)}"
     extra = sorted(set(outcome.get("unexpected_list") or []))
     return f"columns differ from metadata/table_schemas: not in the metadata {extra}"
 

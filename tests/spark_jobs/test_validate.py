@@ -10,8 +10,10 @@ them) passes too, without MariaDB.
 
 from __future__ import annotations
 
+import html
 import json
 import logging
+import re
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -227,25 +229,42 @@ def row_missing(run: Path) -> None:
     rewrite(run, "temporal", lambda d: d.slice(1))
 
 
-# (how the copy is made wrong, its table, the check that must fail, what its failure line names)
+# (how the copy is made wrong, its table, the check that must fail, what its failure line names,
+# what the table's page of the Data Docs shows: the column and the class of the bad values)
 WRONG = {
-    "unsigned value negated": (negated_unsigned, "numbers", "range", ["column iu", "INT UNSIGNED", "[0, 4294967295]", "= -"]),
-    "BIGINT UNSIGNED of 2^64": (unsigned_bigint_2_64, "numbers", "range", ["column biu", str(2**64)]),
-    "latin1 decoded as UTF-8": (latin1_read_as_utf8, "texts", "text", ["column c_latin1", "\ufffd"]),
-    "charset round trip mismatch": (charset_mismatch, "texts", "charset", ["column c_latin1", "latin1", "636166e9"]),
-    "duplicate position": (duplicate_position, "temporal", "unique_key", ["_row_index", "2 times"]),
-    "rows out of order": (out_of_order, "temporal", "log_order", ["_binlog_pos", "out of log order", "row 0"]),
-    "_op of x": (unknown_operation, "temporal", "operation", ["column _op", "'x'"]),
-    "dropped column": (dropped_column, "bytes", "columns", ["missing ['vb']"]),
-    "changed column type": (changed_type, "numbers", "type", ["column i: type int64", "says int32"]),
-    "row count off the transaction index": (row_missing, "temporal", "row_count", ["change rows", "logged"]),
+    "unsigned value negated": (negated_unsigned, "numbers", "range",
+                               ["column iu", "INT UNSIGNED", "[0, 4294967295]", "= -"],
+                               ["iu", "INT UNSIGNED [0, 4294967295]", "-"]),
+    "BIGINT UNSIGNED of 2^64": (unsigned_bigint_2_64, "numbers", "range", ["column biu", str(2**64)],
+                                ["biu", "BIGINT UNSIGNED [0, 18446744073709551615]", str(2**64)]),
+    "latin1 decoded as UTF-8": (latin1_read_as_utf8, "texts", "text", ["column c_latin1", "\ufffd"],
+                                ["c_latin1", "valid UTF-8 without U+FFFD", "caf\ufffd"]),
+    "charset round trip mismatch": (charset_mismatch, "texts", "charset", ["column c_latin1", "latin1", "636166e9"],
+                                    ["c_latin1", "latin1", "636166e9"]),
+    "duplicate position": (duplicate_position, "temporal", "unique_key", ["_row_index", "2 times"],
+                           ["change key", "each change key once", "2 times"]),
+    "rows out of order": (out_of_order, "temporal", "log_order", ["_binlog_pos", "out of log order", "row 0"],
+                          ["change key", "after"]),
+    "_op of x": (unknown_operation, "temporal", "operation", ["column _op", "'x'"], ["_op", "c/u/d/r", "'x'"]),
+    "dropped column": (dropped_column, "bytes", "columns", ["missing ['vb']"], ["vb"]),
+    "changed column type": (changed_type, "numbers", "type", ["column i: type int64", "says int32"],
+                            ["int64", "int32"]),
+    "row count off the transaction index": (row_missing, "temporal", "row_count", ["change rows", "logged"],
+                                            ["21", "22"]),
 }
+
+
+def page_text(warehouse: Path, run_id: str, table: str) -> str:
+    """The text of the table's validation page in the run's Data Docs, without markup."""
+    [page] = (warehouse / "quality" / "runs" / run_id / "data_docs" / "validations").glob(f"*:{table}/**/*.html")
+    text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", page.read_text(), flags=re.S)
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", text)))
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize("case", list(WRONG))
 def test_a_wrong_copy_fails_the_expectation_that_guards_it(spark, warehouse, tmp_path, case):
-    make_wrong, table, check, named = WRONG[case]
+    make_wrong, table, check, named, shown = WRONG[case]
     run = one_table_run(warehouse, table, tmp_path / "run")
     make_wrong(run)
     result = validate(spark, run_folder=run, warehouse=tmp_path / "warehouse", run_id="wrong")
@@ -257,6 +276,8 @@ def test_a_wrong_copy_fails_the_expectation_that_guards_it(spark, warehouse, tmp
     line = next(line for line in outcome.failures if all(part in line for part in named))
     assert line, outcome.failures
     assert (tmp_path / "warehouse" / result.data_docs).exists()  # the failed run's report stays
+    page = page_text(tmp_path / "warehouse", "wrong", table)
+    assert all(part in page for part in shown), [part for part in shown if part not in page]
     assert (tmp_path / "warehouse" / "quality" / "static").is_dir()  # with the static files it loads
 
 
