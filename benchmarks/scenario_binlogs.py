@@ -13,7 +13,8 @@ it is one closed binlog file of its own, the files following each other as one s
 * ``big-transaction``: ``bench_big.wide`` (8 columns: ``INT UNSIGNED`` key, ``BIGINT``,
   ``VARCHAR(64)`` utf8mb4, ``TEXT``, ``DATETIME(6)``, ``DECIMAL(20,4)``, ``JSON``, ``ENUM``) gets
   2,000,000 inserts and one UPDATE of all its rows, 4,000,000 row changes in ONE transaction
-  (``mariadb-bin.000001``, larger than ``max_binlog_size``: a transaction is never cut).
+  (``mariadb-bin.000001``, 867 MB; a transaction is never cut across files, even one larger than
+  ``max_binlog_size``).
 
 The server's binlog settings are checked before the workload (:func:`settings_problems`); the
 binlog cache may take the whole transaction. The files are then hard-linked (copied where a
