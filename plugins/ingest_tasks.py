@@ -233,6 +233,9 @@ def validate(warehouse: str | Path, run_id: str, spark_master: str | None) -> di
     failed, so that nothing is published."""
     if not run_id:
         return None
+    from spark_jobs.validate import import_in_background
+
+    import_in_background()  # while Spark starts
     with spark_session(spark_master, "validate") as spark:
         outcome = ingest.validate_run(spark, str(warehouse), run_id)
     summary = quality_summary(run_id, outcome, Path(warehouse))
