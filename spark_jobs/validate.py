@@ -144,12 +144,17 @@ def validate(spark, run_folder: Path, warehouse: Path, run_id: str, *, facts: Pa
     return outcome
 
 
+_IMPORTING: list[threading.Thread] = []  # the import started by import_in_background, if any
+
+
 def import_in_background() -> threading.Thread:
-    """Start importing Great Expectations in a thread (it takes seconds), so that a run's
-    validation does not wait for it; the thread is returned started."""
-    thread = threading.Thread(target=_import_gx, name="import great_expectations", daemon=True)
-    thread.start()
-    return thread
+    """Start importing Great Expectations in a thread (it takes seconds of CPU; not while the JVM
+    starts, which needs the CPU too), so that a run's validation does not wait for it; the
+    thread is returned started. Once per process: a later call returns the first thread."""
+    if not _IMPORTING:
+        _IMPORTING.append(threading.Thread(target=_import_gx, name="import great_expectations", daemon=True))
+        _IMPORTING[0].start()
+    return _IMPORTING[0]
 
 
 def _import_gx() -> None:
