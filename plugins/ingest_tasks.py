@@ -104,7 +104,7 @@ def discover(
     Returns ``{"source", "stream", "warehouse", "checkpoint", "pending": [{"name", "size"}],
     "rebuild"}``; an empty ``pending`` means nothing to do."""
     with warehouse_lock(warehouse, purpose="discover"):  # never while another process commits
-        publish.recover(Path(warehouse))  # a commit a dead run left half done moves the checkpoint
+        ingest.recover(Path(warehouse))  # a commit a dead run left half done moves the checkpoint
     stream = stream_of(source_uri, stream)
     position = checkpoint_of(warehouse, stream)
     if rebuild is not None:

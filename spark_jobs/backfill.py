@@ -45,7 +45,9 @@ from pyarrow import fs as pafs
 from spark_jobs import image_files, publish, schema_history
 from binlog_codec.arrow import TABLE_SCHEMA
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, TRANSACTION_SCHEMA, decode
-from spark_jobs.ingest import FACTS_FOLDER, RUN_FILE, IngestResult, Input, primary_keys, publish_run, work_folder
+from spark_jobs.ingest import (
+    FACTS_FOLDER, RUN_FILE, IngestResult, Input, primary_keys, publish_run, recover, work_folder,
+)
 from spark_jobs.layout import table_folder
 from spark_jobs.lock import locks_warehouse, warehouse_lock
 from spark_jobs.materialize import COMMIT_DATE, ORDER, materialize
@@ -101,7 +103,7 @@ def prepare_backfill(
     :func:`~spark_jobs.ingest.validate_run` and :func:`~spark_jobs.ingest.publish_run` take it."""
     started, timer = datetime.now(timezone.utc), time.monotonic()
     root, source_key = Path(warehouse).resolve(), source_key or str(Path(source).resolve())
-    publish.recover(root)
+    recover(root)
     days = interval_days(start, end)
     names = files_of_days(root, days)
     result = IngestResult("", source=source_key, kind=BACKFILL, interval=[start.isoformat(), end.isoformat()])

@@ -80,7 +80,9 @@ from binlog_codec.rows import RowChange, RowRecord
 from binlog_codec.snapshot_rows import decode_rows
 from binlog_codec.table_map import TableMap
 from spark_jobs import publish
-from spark_jobs.ingest import IngestResult, Input, merge_table_schemas, run_ordinal, work_folder, write_run_record
+from spark_jobs.ingest import (
+    IngestResult, Input, merge_table_schemas, recover, run_ordinal, work_folder, write_run_record,
+)
 from spark_jobs.layout import path_part
 from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import materialize
@@ -352,7 +354,7 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
     (default: the default parallelism)."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
     image, root = Path(image_path).resolve(), Path(warehouse).resolve()
-    publish.recover(root)
+    recover(root)
     checkpoint = publish.read_checkpoint(root)
     _check_not_bootstrapped(checkpoint, source_key, force)
     flavour, tables, point = read_plan(str(image))

@@ -63,7 +63,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binlog_codec.arrow import TABLE_SCHEMA
-from spark_jobs import publish, refusals, schema_history, version_lineage
+from spark_jobs import catalog, publish, refusals, schema_history, version_lineage
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.expectations import verdict
 from spark_jobs.layout import name_of, path_part, table_folder
@@ -477,7 +477,7 @@ def prepare(
     started, clock = datetime.now(timezone.utc), time.monotonic()
     source_key, root = source_key or str(Path(source).resolve()), Path(warehouse).resolve()
     stream = stream or default_stream(source_key)
-    publish.recover(root)
+    recover(root)
     checkpoint = publish.read_checkpoint(root)
     attempt = refusals.Attempt(root, stream, source_key, airflow_run or airflow_run_of_context())
     with attempt.step("plan"):
@@ -603,14 +603,13 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     kept as the run's failure (:mod:`spark_jobs.refusals`); once the run is published, the earlier
     failures of its stream no longer stand."""
     root = Path(warehouse).resolve()
-    recovered = publish.recover(root)
+    recovered = recover(root)
     work = work_folder(root, run_id)
-    if not (work / RUN_FILE).exists():
-        log.info("run %s: nothing to publish (already published?)", run_id)
-        return IngestResult(run_id, checkpoint=publish.read_checkpoint(root))
     if run_id in recovered:  # an earlier attempt died inside the commit: the recovery finished it
         log.info("run %s: already published", run_id)
-        shutil.rmtree(work, ignore_errors=True)
+        return IngestResult(run_id, checkpoint=publish.read_checkpoint(root))
+    if not (work / RUN_FILE).exists():
+        log.info("run %s: nothing to publish (already published?)", run_id)
         return IngestResult(run_id, checkpoint=publish.read_checkpoint(root))
     result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
     # a quality failure was kept when validated; a stale run's stream has published since
@@ -620,6 +619,17 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     shutil.rmtree(work, ignore_errors=True)
     _remove_if_empty(root / RUNS_FOLDER)
     return result
+
+
+def recover(warehouse: Path) -> list[str]:
+    """Finish the commits dead processes left half done (:func:`spark_jobs.publish.recover`) and
+    remove those runs' work folders; returns their run ids."""
+    recovered = publish.recover(warehouse)
+    for run_id in recovered:
+        shutil.rmtree(work_folder(warehouse, run_id), ignore_errors=True)
+    if recovered:
+        _remove_if_empty(Path(warehouse) / RUNS_FOLDER)
+    return recovered
 
 
 def _commit_run(root: Path, work: Path, result: IngestResult) -> None:
@@ -736,6 +746,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--accept-type-change", action="append", default=[], metavar="DB.TABLE", help="take the table's type changes "
         "binlake cannot convert as the server did: the values from before the change are unknown in current "
         "(null, named in _incomplete_columns); repeat for several tables; kept in the run record")
+    parser.add_argument(
+        "--catalog", metavar="URI", help="the Iceberg catalog of the warehouse's tables, a SQLAlchemy URL (e.g. "
+        "postgresql://user@host/db); kept by the warehouse at its first run (default: the SQLite file "
+        "_iceberg/catalog.db in the warehouse)")
     parser.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER, else local[*])")
     parser.add_argument(
         "--driver-memory", metavar="SIZE", help="the Spark driver JVM's heap, e.g. 8g (default: "
@@ -752,6 +766,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     accept = [choice for choice, given in ((ACCEPT_GAP_CHOICE, args.accept_gap),
                                            (ACCEPT_NEW_SERIES_CHOICE, args.accept_new_series)) if given]
     accept += [ACCEPT_TYPE_CHANGE + table for table in args.accept_type_change]
+    if args.catalog:
+        try:
+            catalog.configure(Path(args.warehouse), args.catalog)
+        except ValueError as exc:
+            print(f"refused, nothing published: {exc}", file=sys.stderr)
+            return 4
     scanned = pending_scans(args.source, args.warehouse, args.stream)  # they run while the JVM starts
     spark = build_session(args.master, app_name="binlake ingest",
                           conf={DRIVER_MEMORY: args.driver_memory} if args.driver_memory else None)

@@ -12,7 +12,10 @@ visible to readers. :func:`commit` then makes it visible in three steps:
    same names, so a repeated run replaces files with identical ones instead of
    adding duplicates); each ``current/<db>/<table>/`` folder and the
    ``metadata/table_schemas/`` folder (its rows merged with the earlier runs'
-   by the run) are replaced as a whole; the checkpoint file is replaced last.
+   by the run) are replaced as a whole; the Iceberg tables of the warehouse's
+   catalog register the new files (:func:`spark_jobs.catalog.sync`, a snapshot
+   per table carrying the run and its checkpoint); the checkpoint file is
+   replaced last.
 3. **Done.** The journal is removed.
 
 A process that dies during step 2 leaves the journal behind; :func:`recover`
@@ -128,13 +131,29 @@ def recover(warehouse: Path) -> list[str]:
 
 
 def _apply(warehouse: Path, journal: Path) -> None:
-    for entry in json.loads(journal.read_text(encoding="utf-8")):
-        Move(**entry).apply(warehouse)
+    moves = [Move(**entry) for entry in json.loads(journal.read_text(encoding="utf-8"))]
+    checkpoint = [move for move in moves if move.target == str(CHECKPOINT)]
+    for move in moves:
+        if move not in checkpoint:
+            move.apply(warehouse)
+    _sync_catalog(warehouse, journal.stem, checkpoint)
+    for move in checkpoint:
+        move.apply(warehouse)
     journal.unlink()
     try:
         journal.parent.rmdir()  # no other commit pending: no empty folder left behind
     except OSError:
         pass
+
+
+def _sync_catalog(warehouse: Path, run_id: str, checkpoint: list[Move]) -> None:
+    """The catalog's tables take the run's files, their snapshots the checkpoint the run commits
+    (the one in place when the run moves none: a backfill's, a bootstrap's)."""
+    from spark_jobs import catalog  # pyiceberg: imported when a commit needs it
+
+    moved = [Path(move.source) for move in checkpoint if Path(move.source).exists()]
+    committed = json.loads(moved[0].read_text(encoding="utf-8")) if moved else read_checkpoint(warehouse)
+    catalog.sync(warehouse, run_id, committed)
 
 
 def read_checkpoint(warehouse: Path) -> dict:

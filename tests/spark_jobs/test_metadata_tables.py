@@ -54,7 +54,7 @@ from binlog_codec import ddl
 from binlog_codec.cli import main as binlog_codec
 from binlog_codec.schema_change import NotSchemaChange
 from fixture_facts import path
-from spark_jobs import publish
+from spark_jobs import catalog, publish
 from spark_jobs.lock import LOCK_FILE
 from spark_jobs.ingest import ingest
 from spark_jobs.layout import name_of
@@ -523,8 +523,8 @@ def test_runs_hold_a_row_each_with_the_inputs_and_the_checkpoint(run, sources, c
 
 def test_the_warehouse_holds_only_published_files(warehouse):
     """Nothing of the run's work is left behind (the commit's journal folder, if there, is empty;
-    the lock file stays, unlocked)."""
+    the lock file stays, unlocked; the Iceberg catalog's folder holds its tables)."""
     tops = sorted(p.name for p in warehouse.iterdir() if p.name not in (publish.JOURNAL, LOCK_FILE))
-    assert tops == ["changes", "current", "metadata"]
+    assert tops == [catalog.FOLDER, "changes", "current", "metadata"]
     assert not any((warehouse / publish.JOURNAL).glob("*"))
     assert sorted(p.name for p in (warehouse / "metadata").iterdir()) == sorted(["checkpoint.json", *METADATA_TABLES])

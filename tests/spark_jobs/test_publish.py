@@ -1,4 +1,8 @@
-"""Publishing a run: atomic, idempotent, recoverable after a crash at any step."""
+"""Publishing a run: atomic, idempotent, recoverable after a crash at any step.
+
+The runs here are made of text files: the catalog's sync (tested with real runs in
+``test_catalog.py``) is replaced by a recorder of what it was asked and when.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs import publish
+from spark_jobs import catalog, publish
+
+
+@pytest.fixture(autouse=True)
+def syncs(monkeypatch) -> list[tuple]:
+    """Each catalog sync a commit asks for: (warehouse, run id, checkpoint given, checkpoint in place)."""
+    asked = []
+
+    def record(warehouse: Path, run_id: str, checkpoint: dict) -> dict:
+        asked.append((Path(warehouse), run_id, checkpoint, publish.read_checkpoint(warehouse)))
+        return {}
+
+    monkeypatch.setattr(catalog, "sync", record)
+    return asked
 
 
 def tree(root: Path) -> dict[str, str]:
@@ -54,6 +71,13 @@ def test_commit_adds_changes_replaces_current_and_advances_the_checkpoint(tmp_pa
     }
     assert publish.read_checkpoint(warehouse) == {"source": {"file": "mariadb-bin.000001", "pos": 2000}}
     assert not (warehouse / publish.JOURNAL).exists()  # no commit pending, no folder left behind
+
+
+def test_the_catalog_syncs_the_run_before_its_checkpoint_moves(tmp_path, warehouse, syncs):
+    publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
+    assert [(run, given, in_place) for _, run, given, in_place in syncs[-1:]] == [
+        ("r2", {"source": {"file": "mariadb-bin.000001", "pos": 2000}},
+         {"source": {"file": "mariadb-bin.000001", "pos": 1000}})]
 
 
 def test_the_checkpoint_moves_last_and_current_folders_whole(tmp_path):
