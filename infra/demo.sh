@@ -71,10 +71,15 @@ from pathlib import Path
 
 import duckdb
 
+from spark_jobs import catalog
+
 warehouse = Path(sys.argv[1])
 print(f"Parquet tables:  {warehouse}/changes, {warehouse}/current, {warehouse}/metadata")
-runs = duckdb.sql(f"select run_id, finished, rows, quality from read_parquet('{warehouse}/metadata/runs/*.parquet') "
-                  "order by finished").fetchall()
+print(f"Iceberg catalog: {catalog.uri_of(warehouse)} (namespace {catalog.NAMESPACE})")
+# the runs through the catalog: DuckDB's Iceberg reader, its extensions loaded by path
+iceberg = catalog.duckdb_connection()
+runs = iceberg.sql(f"select run_id, finished, rows, quality from "
+                   f"iceberg_scan('{catalog.metadata_location(warehouse, 'runs')}') order by finished").fetchall()
 for run_id, finished, rows, quality in runs:
     outcome = json.loads(quality) if quality else None
     state = "not validated" if outcome is None else ("passed" if outcome["success"] else "FAILED")
