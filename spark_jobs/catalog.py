@@ -86,11 +86,30 @@ def identifier(name: str) -> str:
     return f"{NAMESPACE}.{name}"
 
 
+class CatalogUnavailable(RuntimeError):
+    """The catalog did not take a run's snapshots: the commit waits for it (see :func:`sync`)."""
+
+
 def sync(warehouse: Path, run_id: str, checkpoint: dict) -> dict[str, int]:
     """Register the files of the warehouse's appended metadata tables that the catalog does not
     reference yet, a snapshot per table carrying ``run_id`` and ``checkpoint``; returns the
-    files added per table (none when the catalog was up to date)."""
+    files added per table (none when the catalog was up to date). A catalog that cannot be
+    reached or refuses a commit raises :class:`CatalogUnavailable`, saying so."""
     warehouse = Path(warehouse).resolve()
+    try:
+        added = _sync(warehouse, run_id, checkpoint)
+    except Exception as exc:
+        lines = str(exc).strip().splitlines()
+        raise CatalogUnavailable(
+            f"run {run_id}: the catalog {_shown(uri_of(warehouse))} did not take the run "
+            f"({type(exc).__name__}: {lines[0] if lines else ''}); its files are in place and the checkpoint has "
+            "not moved: the next run finishes the commit once the catalog answers") from exc
+    log.info("run %s: catalog %s: %s", run_id, _shown(uri_of(warehouse)),
+             ", ".join(f"{identifier(name)} +{count} files" for name, count in added.items()) or "nothing to add")
+    return added
+
+
+def _sync(warehouse: Path, run_id: str, checkpoint: dict) -> dict[str, int]:
     catalog = open_catalog(warehouse)
     catalog.create_namespace_if_not_exists(NAMESPACE)
     added = {}
@@ -99,8 +118,6 @@ def sync(warehouse: Path, run_id: str, checkpoint: dict) -> dict[str, int]:
         if files:
             added[name] = _add_new_files(catalog, warehouse, name, files, {
                 RUN_ID: run_id, CHECKPOINT: json.dumps(checkpoint, sort_keys=True)})
-    log.info("run %s: catalog %s: %s", run_id, _shown(uri_of(warehouse)),
-             ", ".join(f"{identifier(name)} +{count} files" for name, count in added.items()) or "nothing to add")
     return added
 
 

@@ -787,6 +787,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ContinuityError, SchemaConflict) as exc:
         print(f"refused, nothing published: {exc}", file=sys.stderr)
         return 4
+    except catalog.CatalogUnavailable as exc:
+        print(exc, file=sys.stderr)
+        return 1
     except Exception as exc:
         failure = spark_failure(exc, args.driver_memory)
         if failure is None:

@@ -3,8 +3,9 @@
 Two runs of the bundled samples (a file each): read through the catalog, with pyiceberg and
 with DuckDB's Iceberg reader loaded by path, each table holds what its Parquet folder holds;
 each run is a snapshot whose summary names the run and the checkpoint it committed. A commit
-that dies among the tables is finished by its recovery without adding a run twice, and a
-warehouse kept in one catalog refuses another.
+that dies among the tables is finished by its recovery without adding a run twice, a catalog
+that does not answer holds the commit until it does, and a warehouse kept in one catalog
+refuses another.
 """
 
 from __future__ import annotations
@@ -118,3 +119,26 @@ def test_a_warehouse_kept_in_one_catalog_refuses_another(tmp_path):
         catalog.configure(tmp_path, "sqlite:///elsewhere.db")
     assert catalog.uri_of(tmp_path) == "postgresql://binlake:secret@db.example/lake"
     assert catalog.uri_of(tmp_path / "other") == f"sqlite:///{(tmp_path / 'other').resolve()}/_iceberg/catalog.db"
+
+
+def test_a_catalog_that_does_not_answer_holds_the_commit_until_it_does(spark, tmp_path):
+    """The catalog's file out of reach: the run says so and its checkpoint does not move, nor does
+    any run's until the catalog is back; the next run then finishes the commit, once."""
+    warehouse, home, away = tmp_path / "warehouse", tmp_path / "catalog", tmp_path / "away"
+    home.mkdir()
+    catalog.configure(warehouse, f"sqlite:///{home / 'catalog.db'}")
+    ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse)
+    before = publish.read_checkpoint(warehouse)
+    home.rename(away)
+    with pytest.raises(catalog.CatalogUnavailable, match=r"did not take the run .*the checkpoint has not moved"):
+        ingest_file(spark, SAMPLES[1], tmp_path / "source", warehouse)
+    with pytest.raises(catalog.CatalogUnavailable):  # every run waits for it
+        ingest(str(tmp_path / "source"), str(warehouse), spark=spark, validation=False)
+    assert publish.read_checkpoint(warehouse) == before
+    away.rename(home)
+    assert ingest(str(tmp_path / "source"), str(warehouse), spark=spark, validation=False).run_id == ""  # finished
+    assert publish.read_checkpoint(warehouse) != before
+    assert not (warehouse / "_runs").exists() and not (warehouse / publish.JOURNAL).exists()
+    for name in ("transactions", "runs", "schema_changes"):
+        assert multiset(catalog_rows(warehouse, name)) == multiset(folder_rows(warehouse, name)), name
+    assert len(folder_rows(warehouse, "runs")) == 2
