@@ -159,7 +159,7 @@ def failure_line(result: Any) -> str:
     if meta.get("check") == "row_count":
         return (f"{outcome.get('observed_value')} change rows, but the transaction index (metadata/transactions) "
                 f"logged {meta['value']}")
-    return _EXPLAIN[meta["check"]](outcome.get("unexpected_index_list") or [])
+    return _explain(meta["check"], outcome.get("unexpected_index_list") or [])
 
 
 def _exception(info: dict) -> str | None:
@@ -181,57 +181,32 @@ def _explain_columns(outcome: dict) -> str:
     return f"columns differ from metadata/table_schemas: not in the metadata {extra}"
 
 
-def _columns_of(rows: list[dict]) -> str:
-    """The columns the failed measurements name, in order, once each."""
-    return ", ".join(dict.fromkeys(row["column"] for row in rows))
-
-
-def _offending(rows: list[dict], check: str) -> int:
-    return sum(int(row[COUNTS[check]]) for row in rows)
-
-
 def _explain_type(rows: list[dict]) -> str:
     return "; ".join(f"column {row['field']}: type {row['arrow_type']}, but metadata/table_schemas says "
                      f"{row['expected_type']} ({row['file']})" for row in rows)
 
 
-def _explain_range(rows: list[dict]) -> str:
-    first = rows[0]
-    return (f"column {_columns_of(rows)}: {_offending(rows, 'range')} values outside their type's range, e.g. "
-            f"{first['column']} ({first['expected']}) = {first['example']} ({first['at']})")
-
-
-def _explain_text(rows: list[dict]) -> str:
-    first = rows[0]
-    return (f"column {_columns_of(rows)}: {_offending(rows, 'text')} values not valid UTF-8 or holding U+FFFD "
-            f"(decoded from the wrong charset?), e.g. {first['column']} = {first['example']!r} ({first['at']})")
-
-
-def _explain_charset(rows: list[dict]) -> str:
-    first = rows[0]
-    return (f"column {_columns_of(rows)}: strings that did not encode back to the logged bytes, e.g. "
-            f"{first['column']} ({first['expected']}): {first['at']}, logged bytes {first['example']}")
-
-
-def _explain_operation(rows: list[dict]) -> str:
-    first = rows[0]
-    return (f"column _op: {_offending(rows, 'operation')} values not in {'/'.join(OPERATIONS)}, "
-            f"e.g. {first['example']} ({first['at']})")
-
-
-def _explain_unique_key(rows: list[dict]) -> str:
-    first = rows[0]
-    return (f"{KEY_COLUMNS}: {_offending(rows, 'unique_key')} change keys appear more than once, "
-            f"e.g. {first['example']} in {first['at']}")
-
-
-def _explain_log_order(rows: list[dict]) -> str:
-    first = rows[0]
-    return (f"{KEY_COLUMNS}: {_offending(rows, 'log_order')} rows out of log order, e.g. {first['at']}: "
-            f"{first['example']}")
-
-
-_EXPLAIN = {
-    "type": _explain_type, "range": _explain_range, "text": _explain_text, "charset": _explain_charset,
-    "operation": _explain_operation, "unique_key": _explain_unique_key, "log_order": _explain_log_order,
+# Per check, its failure line: ``{columns}`` are the columns the failed measurements name (once
+# each, in order), ``{count}`` their offending values, the rest the first measurement's fields.
+_FAILURE_LINES = {
+    "range": "column {columns}: {count} values outside their type's range, e.g. {column} ({expected}) = {example} "
+             "({at})",
+    "text": "column {columns}: {count} values not valid UTF-8 or holding U+FFFD (decoded from the wrong charset?), "
+            "e.g. {column} = {example!r} ({at})",
+    "charset": "column {columns}: strings that did not encode back to the logged bytes, e.g. {column} ({expected}): "
+               "{at}, logged bytes {example}",
+    "operation": "column _op: {count} values not in " + "/".join(OPERATIONS) + ", e.g. {example} ({at})",
+    "unique_key": KEY_COLUMNS + ": {count} change keys appear more than once, e.g. {example} in {at}",
+    "log_order": KEY_COLUMNS + ": {count} rows out of log order, e.g. {at}: {example}",
 }
+
+
+def _explain(check: str, rows: list[dict]) -> str:
+    """The failure line of a count check from its failed measurements (:data:`_FAILURE_LINES`)."""
+    if check == "type":
+        return _explain_type(rows)
+    first = rows[0]
+    return _FAILURE_LINES[check].format(
+        columns=", ".join(dict.fromkeys(row["column"] for row in rows)),
+        count=sum(int(row[COUNTS[check]]) for row in rows),
+        column=first["column"], expected=first["expected"], example=first["example"], at=first["at"])
