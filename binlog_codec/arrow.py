@@ -1,6 +1,6 @@
 """MySQL column → Arrow type, row images → Arrow record batches of the warehouse's ``changes`` layout.
 
-The types are the "Type mapping" table of the architecture (``ARCHITECTURE.md``,
+The types are the "Type mapping" table of the architecture (``docs/ARCHITECTURE.md``,
 "Warehouse contract"), chosen so that Spark, DuckDB and pyarrow read a Parquet
 file the same way:
 
@@ -296,7 +296,7 @@ def column_mapping(column: Column, flavour: str = "mysql") -> ArrowMapping:
 
 
 def arrow_type(column: Column, flavour: str = "mysql") -> pa.DataType:
-    """The Arrow type of ``column`` (the architecture's type mapping)."""
+    """The Arrow type of ``column`` (``docs/ARCHITECTURE.md``, "Type mapping")."""
     return column_mapping(column, flavour).type
 
 

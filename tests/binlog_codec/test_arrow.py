@@ -1,4 +1,4 @@
-"""The Arrow side of the warehouse (:mod:`binlog_codec.arrow`) against ARCHITECTURE.md's type mapping.
+"""The Arrow side of the warehouse (:mod:`binlog_codec.arrow`) against docs/ARCHITECTURE.md, "Type mapping".
 
 * Types: every column type a row image holds, signed, unsigned and of unknown
   signedness, with and without charsets and ENUM/SET labels; the others have none.
