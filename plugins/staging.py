@@ -34,6 +34,10 @@ Every step can be repeated after a crash:
 ``staging_dir/_staged.json`` records what each staged file was verified
 against (size, ETag, MD5), so that a later run need not hash unchanged files
 again. A file whose size on disk differs from the record is hashed again.
+:func:`prune` removes staged files the checkpoint has passed
+(:func:`spark_jobs.maintenance.prune_staged`) and marks their records
+``pruned``: their record still tells a rewritten archive, never that the file
+is there.
 """
 
 from __future__ import annotations
@@ -216,7 +220,8 @@ def _check_staged(store: ObjectStore, obj: StoredObject, final: Path, recorded: 
     """The MD5 of a staged file as large as the object, once it is known to hold the object's
     bytes: from the manifest when it recorded this very object, else by hashing the file."""
     expected = store.expected_checksum(obj)
-    if recorded and recorded["size"] == obj.size and _verified_against(recorded) == expected:
+    trusted = recorded and not recorded.get("pruned") and recorded["size"] == obj.size
+    if trusted and _verified_against(recorded) == expected:
         return recorded["md5"]
     md5, actual = store.local_checksum(obj, final)
     if actual != expected:
@@ -316,6 +321,20 @@ def _starts_with(path: Path, prefix: Path) -> bool:
             if whole.read(len(chunk)) != chunk:
                 return False
     return True
+
+
+def prune(staging_dir: Path, names: list[str]) -> None:
+    """Remove the staged files ``names`` and mark their records ``pruned`` in the manifest: what
+    they were verified against stays, so that :func:`stage` still notices an object rewritten
+    under them, but a file put back under such a name is hashed again."""
+    staging_dir = Path(staging_dir)
+    manifest = _read_manifest(staging_dir)
+    for name in names:
+        (staging_dir / name).unlink(missing_ok=True)
+        if name in manifest:
+            manifest[name] = {**manifest[name], "pruned": True}
+    write_atomically(staging_dir / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
+    log.info("%s: %d staged files pruned", staging_dir, len(names))
 
 
 def _read_manifest(staging_dir: Path) -> dict:

@@ -39,6 +39,7 @@ for dag_id, dag in bag.dags.items():
         "doc_md": dag.doc_md,
         "scheduled_on": None if condition is None else [type(condition).__name__, getattr(condition, "name", None)],
         "timetable": type(dag.timetable).__name__,
+        "schedule": getattr(timetable, "summary", None),
         "interval": [interval.start.isoformat(), interval.end.isoformat()],
         "catchup": dag.catchup,
         "max_active_runs": dag.max_active_runs,

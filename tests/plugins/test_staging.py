@@ -24,6 +24,7 @@ from plugins.staging import (
     StagingError,
     VerificationError,
     pending_objects,
+    prune,
     stage,
     stage_named,
 )
@@ -493,3 +494,30 @@ def test_the_checkpoint_file_growing_is_no_rewrite(bucket_store, binlogs, stagin
     put(bucket_store, "mysql-bin.000001", data, tmp_path)
     assert [f.name for f in stage(bucket_store, staging_dir, {"file": "mysql-bin.000001", "position": 0})] == [
         "mysql-bin.000001"]
+
+
+def test_a_pruned_file_is_not_staged_again_and_its_record_still_tells_a_rewrite(binlogs, staging_dir, tmp_path):
+    """Maintenance prunes the files before the checkpoint's (spark_jobs.maintenance.prune_staged):
+    staging goes on from the checkpoint's file without them, still refuses an archive rewritten
+    under their names, and a backfill stages one again."""
+    first, second = binlogs["mysql-bin.checksum-crc32"], binlogs["mysql-bin.checksum-none"]
+    source = tmp_path / "source"
+    source.mkdir()
+    (source / "mysql-bin.000001").write_bytes(first)
+    (source / "mysql-bin.000002").write_bytes(second)
+    store = FolderStore(source)
+    stage(store, staging_dir, None)
+    prune(staging_dir, ["mysql-bin.000001"])
+    assert sorted(p.name for p in staging_dir.iterdir()) == [MANIFEST, "mysql-bin.000002"]
+    assert json.loads((staging_dir / MANIFEST).read_text())["mysql-bin.000001"] == {
+        "size": len(first), "etag": None, "md5": hashlib.md5(first).hexdigest(), "pruned": True}
+    checkpoint = {"file": "mysql-bin.000002", "position": 0}
+    assert [f.name for f in stage(store, staging_dir, checkpoint)] == ["mysql-bin.000002"]
+    assert not (staging_dir / "mysql-bin.000001").exists()
+    (source / "mysql-bin.000001").write_bytes(first[:-1])
+    with pytest.raises(StagingConflict, match="mysql-bin.000001 changed in the store"):
+        stage(store, staging_dir, checkpoint)
+    (source / "mysql-bin.000001").write_bytes(first)
+    assert [f.name for f in stage_named(store, staging_dir, ["mysql-bin.000001"])] == ["mysql-bin.000001"]
+    assert (staging_dir / "mysql-bin.000001").read_bytes() == first
+    assert "pruned" not in json.loads((staging_dir / MANIFEST).read_text())["mysql-bin.000001"]
