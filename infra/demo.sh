@@ -69,17 +69,20 @@ import json
 import sys
 from pathlib import Path
 
-import duckdb
 
 from spark_jobs import catalog
 
 warehouse = Path(sys.argv[1])
-print(f"Parquet tables:  {warehouse}/changes, {warehouse}/current, {warehouse}/metadata")
-print(f"Iceberg catalog: {catalog.uri_of(warehouse)} (namespace {catalog.NAMESPACE})")
-# the runs through the catalog: DuckDB's Iceberg reader, its extensions loaded by path
+print(f"Iceberg catalog: {catalog.uri_of(warehouse)}; tables of the warehouse {warehouse}")
+# every table through the catalog: DuckDB's Iceberg reader, its extensions loaded by path
 iceberg = catalog.duckdb_connection()
-runs = iceberg.sql(f"select run_id, finished, rows, quality from "
-                   f"iceberg_scan('{catalog.metadata_location(warehouse, 'runs')}') order by finished").fetchall()
+
+
+def scan(table) -> str:
+    return f"iceberg_scan('{catalog.metadata_location(warehouse, table)}')"
+
+
+runs = iceberg.sql(f"select run_id, finished, rows, quality from {scan('runs')} order by finished").fetchall()
 for run_id, finished, rows, quality in runs:
     outcome = json.loads(quality) if quality else None
     state = "not validated" if outcome is None else ("passed" if outcome["success"] else "FAILED")
@@ -92,15 +95,14 @@ checkpoint = json.loads((warehouse / "metadata" / "checkpoint.json").read_text()
 for stream, position in checkpoint.items():
     print(f"stream {stream}: {position_text(position)}")
 
-print("\nrow changes per table (changes/):")
-for table in sorted(p for p in (warehouse / "changes").glob("*/*") if p.is_dir()):
-    ops = duckdb.sql(f"select _op, count(*) from read_parquet('{table}/**/*.parquet', union_by_name=true, "
-                     "hive_partitioning=true) group by _op order by _op").fetchall()
-    print(f"  {table.parent.name}.{table.name}: " + ", ".join(f"{count} {op}" for op, count in ops))
+print("\nrow changes per table (<db>.<table>__changes):")
+for table in catalog.tables_of_database(warehouse, "shop"):
+    changes = catalog.changes_table("shop", table)
+    ops = iceberg.sql(f"select _op, count(*) from {scan(changes)} group by _op order by _op").fetchall()
+    print(f"  {'.'.join(changes)}: " + ", ".join(f"{count} {op}" for op, count in ops))
 
-print("\ncurrent/shop/orders (latest row per key):")
-orders = f"{warehouse}/current/shop/orders/**/*.parquet"
-print(duckdb.sql(f"select id, customer_id, status, amount, note from read_parquet('{orders}') order by id limit 5"))
+print("\nshop.orders (the latest row per key):")
+print(iceberg.sql(f"select id, customer_id, status, amount, note from {scan(('shop', 'orders'))} order by id limit 5"))
 EOF
 }
 

@@ -50,13 +50,12 @@ from typing import Callable
 
 import pyarrow.parquet as pq
 
-from spark_jobs import refusals
+from spark_jobs import catalog, refusals
 from spark_jobs.positions import CheckpointFileMissing, MissingFiles, after_checkpoint, is_binlog_name, log_order
 from spark_jobs.publish import read_checkpoint
 
 log = logging.getLogger(__name__)
 
-RUNS = Path("metadata") / "runs"
 DEFAULT_RUN_COUNT = 20
 
 
@@ -355,7 +354,7 @@ def last_runs(warehouse: Path, count: int = DEFAULT_RUN_COUNT) -> list[RunStatus
 
 def all_runs(warehouse: Path) -> list[RunStatus]:
     """Every run of ``metadata/runs``, newest first."""
-    runs = [run_status(record) for path in sorted((Path(warehouse) / RUNS).glob("*.parquet"))
+    runs = [run_status(record) for path in catalog.data_files(Path(warehouse), catalog.identifier("runs"))
             for record in pq.read_table(path).to_pylist()]
     runs.sort(key=lambda run: (run.finished is not None, run.finished or datetime.min), reverse=True)
     return runs

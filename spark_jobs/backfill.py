@@ -42,13 +42,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from spark_jobs import image_files, publish, schema_history
+from spark_jobs import catalog, image_files, publish, schema_history
 from binlog_codec.arrow import TABLE_SCHEMA
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, TRANSACTION_SCHEMA, decode
 from spark_jobs.ingest import (
     FACTS_FOLDER, RUN_FILE, IngestResult, Input, primary_keys, publish_run, recover, work_folder,
 )
-from spark_jobs.layout import table_folder
 from spark_jobs.lock import locks_warehouse, warehouse_lock
 from spark_jobs.materialize import COMMIT_DATE, ORDER, materialize
 
@@ -68,9 +67,8 @@ def interval_days(start: datetime, end: datetime) -> list[date]:
 
 def files_of_days(warehouse: Path, days: list[date]) -> list[str]:
     """The binlog file names holding a transaction committed on one of ``days``, from
-    ``metadata/transactions``, in log order."""
-    folder = Path(warehouse) / "metadata" / "transactions"
-    paths = sorted(folder.glob("*.parquet"))
+    the transaction index (``_binlake.transactions``), in log order."""
+    paths = catalog.data_files(warehouse, catalog.identifier("transactions"))
     if not paths or not days:
         return []
     index = pa.concat_tables(pq.read_table(path, columns=["file", "seq", "commit_ts"]) for path in paths)
@@ -206,17 +204,17 @@ def _images_on_days(images: list[str], days: list[date], folder: Path) -> list[s
     return kept
 
 
-def _state_before(spark, root: Path, database: str, table: str, key: list[str], day: date, folder: Path) -> str | None:
-    """The state of every key of the table when ``day`` starts, as a folder in the form of
-    ``current/`` (None when the warehouse holds no earlier change of the table)."""
+def _state_before(spark, root: Path, database: str, table: str, key: list[str], day: date, folder: Path) -> list[str]:
+    """The state of every key of the table when ``day`` starts, as files in the form of
+    ``current`` (none when the table's ``changes`` hold no earlier day)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    changes = table_folder(root, "changes", database, table)
-    earlier = sorted(p for p in Path(changes).glob(f"{COMMIT_DATE}=*") if p.name.split("=", 1)[1] < str(day))
+    earlier = [path for path in catalog.data_files(root, catalog.changes_table(database, table))
+               if Path(path).parent.name.split("=", 1)[1] < str(day)]
     if not earlier:
-        return None
-    rows = spark.read.option("mergeSchema", "true").parquet(*map(str, earlier))
+        return []
+    rows = spark.read.option("mergeSchema", "true").parquet(*earlier)
     moved_away = (  # an update that gives a row another key ends the old key: a tombstone for it
         rows.filter((F.col("_op") == "u") & ~F.struct(*key).eqNullSafe(F.struct(*[F.col(f"_before.{c}") for c in key])))
         .select(*[F.col(f"_before.{c}").alias(c) for c in key], *ORDER, F.lit(True).alias("__gone"))
@@ -229,9 +227,9 @@ def _state_before(spark, root: Path, database: str, table: str, key: list[str], 
         .filter((F.col("__n") == 1) & ~F.col("__gone"))
         .drop("__n", "__gone", COMMIT_DATE)
     )
-    target = str(folder / f"{database}.{table}")
-    latest.write.mode("overwrite").parquet(target)
-    return target
+    target = folder / f"{database}.{table}"
+    latest.write.mode("overwrite").parquet(str(target))
+    return sorted(str(path) for path in target.glob("*.parquet"))
 
 
 def main(argv: list[str] | None = None) -> int:

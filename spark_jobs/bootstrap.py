@@ -81,7 +81,7 @@ from binlog_codec.snapshot_rows import decode_rows
 from binlog_codec.table_map import TableMap
 from spark_jobs import publish
 from spark_jobs.ingest import (
-    IngestResult, Input, merge_table_schemas, recover, run_ordinal, work_folder, write_run_record,
+    IngestResult, Input, merge_table_schemas, published_rows, recover, run_ordinal, work_folder, write_run_record,
 )
 from spark_jobs.layout import path_part
 from spark_jobs.lock import locks_warehouse
@@ -295,8 +295,8 @@ def _empty_file(table: ImageTable, flavour: str, staging: Path) -> str:
     return str(path)
 
 
-def _table_schemas(root: Path, out: Path, tables: Sequence[ImageTable], flavour: str, point: ValidityPoint,
-                   rows: dict[str, int]) -> None:
+def _table_schemas(root: Path, out: Path, run_id: str, tables: Sequence[ImageTable], flavour: str,
+                   point: ValidityPoint, rows: dict[str, int]) -> None:
     """``metadata/table_schemas``: one row per table version of the image, at the validity point, merged
     with the warehouse's rows (:func:`spark_jobs.ingest.merge_table_schemas`)."""
     place = {"file": point.file, "seq": binlog_seq(point.file), "pos": point.position, "inner_offset": None,
@@ -310,9 +310,8 @@ def _table_schemas(root: Path, out: Path, tables: Sequence[ImageTable], flavour:
         }
         for table in tables
     ]
-    published = sorted((root / "metadata" / "table_schemas").glob("*.parquet"))
-    earlier = [row for path in published for row in pq.read_table(path).to_pylist()]
-    target = out / "metadata" / "table_schemas" / "table_schemas.parquet"
+    earlier = published_rows(root, "table_schemas")
+    target = out / "metadata" / "table_schemas" / f"{run_id}.parquet"  # replaces the table
     target.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(merge_table_schemas(earlier, new), schema=TABLE_SCHEMA), target)
 
@@ -335,7 +334,7 @@ def _materialize(
     def one(table: ImageTable) -> None:
         done = materialize(
             spark.newSession(), staged[table.number], database=table.database, table=table.table,
-            key_columns=table.key_columns, current=None, target=str(out), run_name=run_id,
+            key_columns=table.key_columns, current=[], target=str(out), run_name=run_id,
         )
         log.info("%s: %d snapshot rows into current/", table.name, done.current_rows)
 
@@ -376,7 +375,7 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
         if not staged[table.number]:
             staged[table.number].append(_empty_file(table, flavour, staging))
     _materialize(spark, tables, staged, rows, out, run_id)
-    _table_schemas(root, out, tables, flavour, point, rows)
+    _table_schemas(root, out, run_id, tables, flavour, point, rows)
     new_checkpoint = {**checkpoint, source_key: {"file": point.file, "position": point.position}}
     record = IngestResult(
         run_id, [Input(str(image), 0)], rows=rows, bytes=image.stat().st_size, checkpoint=new_checkpoint,

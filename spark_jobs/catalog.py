@@ -1,43 +1,83 @@
-"""The warehouse's Iceberg catalog: the tables every engine reads through it.
+"""The warehouse's Iceberg catalog: every table of the warehouse, read by every engine through it.
 
-The metadata tables that runs only ever add files to (:data:`APPENDED`:
-``transactions``, ``runs``, ``schema_changes``, ``charset_checks``) are Iceberg
-v2 tables ``_binlake.<name>`` of a pyiceberg SQL catalog: by default a SQLite
-file in the warehouse, ``_iceberg/catalog.db`` (:func:`default_uri`), or the
-SQLAlchemy URL the warehouse was first given (:func:`configure`: PostgreSQL at
-scale), kept in ``_iceberg/catalog.json``. Their data files are the
-warehouse's own Parquet files, registered where they are (never copied); the
-Iceberg metadata lives under ``_iceberg/<namespace>/<table>/``.
+Every table of the warehouse contract is an Iceberg v2 table of a pyiceberg SQL
+catalog: by default a SQLite file in the warehouse, ``_iceberg/catalog.db``
+(:func:`default_uri`), or the SQLAlchemy URL the warehouse was first given
+(:func:`configure`: PostgreSQL at scale), kept in ``_iceberg/catalog.json``.
+
+=================================  ==========================================  ===========
+table                              files                                       a commit
+=================================  ==========================================  ===========
+``<db>.<table>``                   ``current/<db>/<table>/``                   replaces it
+``<db>.<table>__changes``          ``changes/<db>/<table>/commit_date=*/``     appends
+``_binlake.table_schemas``         ``metadata/table_schemas/``                 replaces it
+``_binlake.<name>``                ``metadata/<name>/`` (transactions, runs,   appends
+                                   schema_changes, charset_checks)
+=================================  ==========================================  ===========
+
+(:func:`table_of`). Data files are Parquet files the Spark tasks wrote once, at
+paths unique to their run (``<run id>-<part>.parquet``), registered where they
+are, never renamed or rewritten; a table that a run replaces keeps its older
+files for its older snapshots, until maintenance expires those. The Iceberg
+metadata lives under ``_iceberg/<namespace>/<table>/``. Readers go through the
+catalog (:func:`data_files`, :func:`read`, DuckDB's ``iceberg_scan`` on
+:func:`metadata_location`): a table's folder holds the files of older snapshots
+as well.
 
 :func:`sync` is a step of every commit (:mod:`spark_jobs.publish`): after the
-run's files are in place and before the checkpoint moves, each table gets one
-snapshot adding the files it does not reference yet, its summary carrying the
-run (``binlake.run_id``) and the checkpoint it commits (``binlake.checkpoint``),
-so that a reader can travel back to the snapshot of a run. Iceberg commits one
-table at a time: a commit that dies among them is finished by the recovery of
-its journal, which syncs again; a sync that is repeated adds nothing, so no
-table holds a run twice. A file whose schema adds columns widens the table
-first (union by name).
+run's files are in place and before the checkpoint moves, each table the run
+touches gets one snapshot, its summary carrying the run (``binlake.run_id``)
+and the checkpoint it commits (``binlake.checkpoint``), so that a reader can
+travel back to the snapshot of a run. Iceberg commits one table at a time: a
+commit that dies among them is finished by the recovery of its journal, which
+syncs again; a sync that is repeated changes nothing (a table already holding
+the run's files gets no snapshot), so no table ever holds a run twice or half.
 
-DuckDB reads the tables offline with its Iceberg extension, loaded by path from
-the ``duckdb-extension-iceberg`` package (:func:`duckdb_connection`).
+Schemas follow the files: columns a file adds are added (by name: the files
+carry no Iceberg field ids, the table's name mapping resolves them); a table a
+commit replaces takes the new files' columns, their order, and their types even
+where Iceberg allows no promotion (the column is dropped and added again under
+a new field id: no file of the new snapshot holds the old type). In a table a
+commit appends to, such a type change (``INT`` to ``VARCHAR``, ``BIGINT`` to
+``BIGINT UNSIGNED``) rewrites the table's earlier files with the column in the
+new type (:func:`conform`), in the same snapshot.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from spark_jobs.layout import name_of, path_part
 
 log = logging.getLogger(__name__)
 
+
+class _NoStatisticsNotice(logging.Filter):
+    """pyiceberg warns, per column and file, that Parquet holds no statistics for a column: the
+    files of nested columns (``_before``, lists, maps) have none on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("PyArrow statistics missing")
+
+
+logging.getLogger("pyiceberg.io.pyarrow").addFilter(_NoStatisticsNotice())
+
 NAMESPACE = "_binlake"
 APPENDED = ("transactions", "runs", "schema_changes", "charset_checks")
+REPLACED = ("table_schemas",)
+CHANGES = "__changes"  # the suffix of a source table's changes table
 FOLDER = "_iceberg"  # the catalog file and the tables' Iceberg metadata, in the warehouse
 RUN_ID, CHECKPOINT = "binlake.run_id", "binlake.checkpoint"
-
+NAME_MAPPING = "schema.name-mapping.default"
 
 CONFIG = "catalog.json"
 
@@ -76,75 +116,189 @@ def open_catalog(warehouse: Path):
     """The warehouse's catalog (:func:`uri_of`)."""
     from pyiceberg.catalog.sql import SqlCatalog
 
+    from sqlalchemy.exc import OperationalError
+
     warehouse = Path(warehouse).resolve()
     (warehouse / FOLDER).mkdir(parents=True, exist_ok=True)
-    return SqlCatalog("binlake", uri=uri_of(warehouse), warehouse=(warehouse / FOLDER).as_uri())
-
-
-def identifier(name: str) -> str:
-    """The catalog identifier of metadata table ``name``."""
-    return f"{NAMESPACE}.{name}"
-
-
-class CatalogUnavailable(RuntimeError):
-    """The catalog did not take a run's snapshots: the commit waits for it (see :func:`sync`)."""
-
-
-def sync(warehouse: Path, run_id: str, checkpoint: dict) -> dict[str, int]:
-    """Register the files of the warehouse's appended metadata tables that the catalog does not
-    reference yet, a snapshot per table carrying ``run_id`` and ``checkpoint``; returns the
-    files added per table (none when the catalog was up to date). A catalog that cannot be
-    reached or refuses a commit raises :class:`CatalogUnavailable`, saying so."""
-    warehouse = Path(warehouse).resolve()
     try:
-        added = _sync(warehouse, run_id, checkpoint)
-    except Exception as exc:
-        lines = str(exc).strip().splitlines()
-        raise CatalogUnavailable(
-            f"run {run_id}: the catalog {_shown(uri_of(warehouse))} did not take the run "
-            f"({type(exc).__name__}: {lines[0] if lines else ''}); its files are in place and the checkpoint has "
-            "not moved: the next run finishes the commit once the catalog answers") from exc
-    log.info("run %s: catalog %s: %s", run_id, _shown(uri_of(warehouse)),
-             ", ".join(f"{identifier(name)} +{count} files" for name, count in added.items()) or "nothing to add")
-    return added
+        return SqlCatalog("binlake", uri=uri_of(warehouse), warehouse=(warehouse / FOLDER).as_uri())
+    except OperationalError as exc:  # a reader and a writer both creating the catalog's tables
+        if "already exists" not in str(exc):
+            raise
+        return SqlCatalog("binlake", uri=uri_of(warehouse), warehouse=(warehouse / FOLDER).as_uri())
 
 
-def _sync(warehouse: Path, run_id: str, checkpoint: dict) -> dict[str, int]:
+@contextmanager
+def connected(warehouse: Path):
+    """The warehouse's catalog (:func:`open_catalog`), its database connections closed at the end."""
     catalog = open_catalog(warehouse)
-    catalog.create_namespace_if_not_exists(NAMESPACE)
-    added = {}
-    for name in APPENDED:
-        files = sorted(str(path) for path in (warehouse / "metadata" / name).glob("*.parquet"))
-        if files:
-            added[name] = _add_new_files(catalog, warehouse, name, files, {
-                RUN_ID: run_id, CHECKPOINT: json.dumps(checkpoint, sort_keys=True)})
-    return added
+    try:
+        yield catalog
+    finally:
+        catalog.engine.dispose()
 
 
-def _add_new_files(catalog, warehouse: Path, name: str, files: list[str], summary: dict[str, str]) -> int:
-    table = _table(catalog, warehouse, name, files[-1])
-    referenced = {task.file.file_path for task in table.scan().plan_files()}
-    new = [file for file in files if Path(file).as_uri() not in referenced and file not in referenced]
-    if not new:
-        return 0
-    with table.transaction() as transaction:
-        with transaction.update_schema() as schema:
-            for file in new:
-                schema.union_by_name(pq.read_schema(file))
-        transaction.add_files([Path(file).as_uri() for file in new], snapshot_properties=summary)
-    return len(new)
+# -- which table a file belongs to ------------------------------------------------
 
 
-def _table(catalog, warehouse: Path, name: str, example: str):
-    """The Iceberg table of metadata table ``name``, created from the schema of file ``example``."""
+def identifier(name: str) -> tuple[str, str]:
+    """The catalog identifier of metadata table ``name``."""
+    return NAMESPACE, name
+
+
+def current_table(database: str, table: str) -> tuple[str, str]:
+    """The identifier of the current state of source table ``database.table``."""
+    return database, table
+
+
+def changes_table(database: str, table: str) -> tuple[str, str]:
+    """The identifier of the row changes of source table ``database.table``."""
+    return database, table + CHANGES
+
+
+def table_of(relative: str) -> tuple[tuple[str, str], str] | None:
+    """The table a warehouse file (its path relative to the warehouse) belongs to, and the
+    folder of the table's files that a commit replaces whole (``""``: it appends); None for a
+    file of no table (the checkpoint)."""
+    parts = relative.split("/")
+    if not relative.endswith(".parquet"):
+        return None
+    if parts[0] == "current" and len(parts) == 4:
+        return current_table(name_of(parts[1]), name_of(parts[2])), "/".join(parts[:3])
+    if parts[0] == "changes" and len(parts) >= 4:
+        return changes_table(name_of(parts[1]), name_of(parts[2])), ""
+    if parts[0] == "metadata" and len(parts) == 3 and parts[1] in APPENDED + REPLACED:
+        return identifier(parts[1]), "/".join(parts[:2]) if parts[1] in REPLACED else ""
+    return None
+
+
+@dataclass
+class TableCommit:
+    """What a commit does to one table: ``files`` (relative to the warehouse) are added; the
+    table's files under the ``replaced`` folders that are not among them are removed; ``whole``:
+    the table's own folder is among them (the new files are the whole table)."""
+
+    table: tuple[str, str]
+    files: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    whole: bool = False
+
+    def to_json(self) -> dict:
+        return {"table": list(self.table), "files": self.files, "replaced": self.replaced, "whole": self.whole}
+
+    @classmethod
+    def from_json(cls, entry: dict) -> TableCommit:
+        return cls(tuple(entry["table"]), entry["files"], entry["replaced"], entry["whole"])
+
+
+def plan_tables(files: list[str], replaced_folders: list[str] = ()) -> list[TableCommit]:
+    """The table commits that publish ``files`` (relative to the warehouse), in table order.
+    ``replaced_folders``: folders replaced whole besides each table's own rule (:func:`table_of`),
+    e.g. the days a backfill rebuilds."""
+    commits: dict[tuple[str, str], TableCommit] = {}
+    for relative in sorted(files):
+        found = table_of(relative)
+        if found is None:
+            continue
+        table, replaced = found
+        commit = commits.setdefault(table, TableCommit(table, whole=bool(replaced)))
+        commit.files.append(relative)
+        scopes = [replaced] if replaced else [f for f in replaced_folders if relative.startswith(f + "/")]
+        commit.replaced += [scope for scope in scopes if scope not in commit.replaced]
+    return [commits[table] for table in sorted(commits)]
+
+
+# -- reading ------------------------------------------------------------------
+
+
+def _load(catalog, table: tuple[str, str]):
     from pyiceberg.exceptions import NoSuchTableError
 
     try:
-        return catalog.load_table(identifier(name))
+        return catalog.load_table(table)
     except NoSuchTableError:
-        log.info("creating the Iceberg table %s", identifier(name))
-        location = (warehouse / FOLDER / NAMESPACE / name).as_uri()
-        return catalog.create_table(identifier(name), schema=pq.read_schema(example), location=location)
+        return None
+
+
+def file_uri(path: str) -> str:
+    """How the tables name a local file: ``file://`` and the path as it is (pyiceberg does not
+    percent-decode, and the partition folders hold ``=``)."""
+    return f"file://{path}"
+
+
+def local_path(uri: str) -> str:
+    """The path of a :func:`file_uri` (a plain path as it is)."""
+    return uri.removeprefix("file://")
+
+
+def has_catalog(warehouse: Path) -> bool:
+    """Whether ``warehouse`` has a catalog yet (a warehouse before its first commit has none)."""
+    folder = Path(warehouse) / FOLDER
+    return (folder / CONFIG).exists() or (folder / "catalog.db").exists()
+
+
+def data_files(warehouse: Path, table: tuple[str, str]) -> list[str]:
+    """The data files of ``table``'s current snapshot, sorted by path (none when the catalog
+    does not know the table)."""
+    if not has_catalog(warehouse):
+        return []
+    with _answering(warehouse, f"listing the files of {'.'.join(table)}"), connected(warehouse) as catalog:
+        loaded = _load(catalog, table)
+        return [] if loaded is None else sorted(_referenced(loaded))
+
+
+def read(warehouse: Path, table: tuple[str, str]) -> pa.Table | None:
+    """``table``'s rows as Iceberg readers see them (None when the catalog does not know it)."""
+    if not has_catalog(warehouse):
+        return None
+    with _answering(warehouse, f"reading {'.'.join(table)}"), connected(warehouse) as catalog:
+        loaded = _load(catalog, table)
+        return None if loaded is None else loaded.scan().to_arrow()
+
+
+def tables_of_database(warehouse: Path, database: str) -> list[str]:
+    """The names of the source tables of ``database`` with a ``current`` table in the catalog."""
+    if not has_catalog(warehouse):
+        return []
+    with _answering(warehouse, f"listing the tables of {database}"), connected(warehouse) as catalog:
+        if (database,) not in catalog.list_namespaces():
+            return []
+        return sorted(name for _, name in catalog.list_tables(database) if not name.endswith(CHANGES))
+
+
+def _referenced(table) -> dict:
+    """The data files of ``table``'s current snapshot by path, from its manifests (a scan plan
+    leaves out the files without rows: an emptied table's)."""
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return {}
+    return {local_path(entry.data_file.file_path): entry.data_file for manifest in snapshot.manifests(table.io)
+            for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True)}
+
+
+@contextmanager
+def _answering(warehouse: Path, doing: str):
+    """A catalog that cannot be reached while ``doing`` raises :class:`CatalogUnavailable`."""
+    from sqlalchemy.exc import SQLAlchemyError
+
+    try:
+        yield
+    except SQLAlchemyError as exc:
+        raise CatalogUnavailable(f"the catalog {_shown(uri_of(warehouse))} did not answer while {doing} "
+                                 f"({type(exc).__name__}: {_first_line(exc)}); nothing was published") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else ""
+
+
+def metadata_location(warehouse: Path, table: str | tuple[str, str]) -> str:
+    """Where the current metadata of a table is (``name``: ``_binlake.<name>``): what DuckDB's
+    ``iceberg_scan`` reads."""
+    table = identifier(table) if isinstance(table, str) else table
+    with connected(warehouse) as catalog:
+        return catalog.load_table(table).metadata_location
 
 
 def duckdb_connection():
@@ -161,6 +315,187 @@ def duckdb_connection():
     return connection
 
 
-def metadata_location(warehouse: Path, name: str) -> str:
-    """Where the current metadata of ``_binlake.<name>`` is: what ``iceberg_scan`` reads."""
-    return open_catalog(warehouse).load_table(identifier(name)).metadata_location
+# -- committing ---------------------------------------------------------------
+
+
+class CatalogUnavailable(RuntimeError):
+    """The catalog did not take a run's snapshots: the commit waits for it (see :func:`sync`)."""
+
+
+def sync(warehouse: Path, run_id: str, checkpoint: dict, commits: list[TableCommit]) -> dict[str, int]:
+    """Give each table of ``commits`` whose current snapshot does not hold the commit's files
+    one snapshot that does, carrying ``run_id`` and ``checkpoint``; returns the files added per
+    table (none when the catalog was up to date). A catalog that cannot be reached or refuses a
+    commit raises :class:`CatalogUnavailable`, saying so."""
+    warehouse = Path(warehouse).resolve()
+    summary = {RUN_ID: run_id, CHECKPOINT: json.dumps(checkpoint, sort_keys=True)}
+    try:
+        with connected(warehouse) as catalog:
+            added = {".".join(each.table): _commit_table(catalog, warehouse, each, summary) for each in commits}
+    except Exception as exc:
+        raise CatalogUnavailable(
+            f"run {run_id}: the catalog {_shown(uri_of(warehouse))} did not take the run "
+            f"({type(exc).__name__}: {_first_line(exc)}); its files are in place and the checkpoint has "
+            "not moved: the next run finishes the commit once the catalog answers") from exc
+    changed = {name: count for name, count in added.items() if count}
+    log.info("run %s: catalog %s: %d tables, %s", run_id, _shown(uri_of(warehouse)), len(commits),
+             ", ".join(f"{name} +{count} files" for name, count in changed.items()) or "nothing to add")
+    return added
+
+
+def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[str, str]) -> int:
+    """One snapshot of ``commit``'s table (see :func:`sync`); the number of files added. A new
+    table is created by the same catalog commit as its first snapshot: no reader sees it empty."""
+    from pyiceberg.io import load_file_io  # pyiceberg takes a second to import: when a commit needs it
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+
+    files = [str(warehouse / relative) for relative in commit.files]
+    table = _load(catalog, commit.table)
+    referenced = {} if table is None else _referenced(table)
+    scopes = [str(warehouse / folder) + "/" for folder in commit.replaced]
+    removed = [data for path, data in referenced.items() if path not in files and path.startswith(tuple(scopes))]
+    added = [path for path in files if path not in referenced]
+    if not added and not removed:
+        return 0
+    target = _unified([pq.read_schema(path) for path in added]) if added else None
+    kept = [data for path, data in referenced.items() if data not in removed]
+    with table.transaction() if table is not None else _creating(catalog, warehouse, commit.table, target) as transaction:
+        retyped = _evolve(transaction, target, commit.whole) if target is not None else set()
+        rewritten = _conform_kept(kept, transaction, retyped, summary[RUN_ID]) if retyped and kept else {}
+        if transaction.table_metadata.name_mapping() is None:
+            transaction.set_properties(**{NAME_MAPPING: transaction.table_metadata.schema().name_mapping.model_dump_json()})
+        producer = transaction.update_snapshot(snapshot_properties=summary)
+        io = load_file_io(catalog.properties, transaction.table_metadata.location)
+        with (producer.overwrite() if removed or rewritten else producer.fast_append()) as snapshot:
+            for data in removed + list(rewritten):
+                snapshot.delete_data_file(data)
+            for path in added + list(rewritten.values()):
+                snapshot.append_data_file(parquet_file_to_data_file(io, transaction.table_metadata, file_uri(path)))
+    log.info("%s: +%d files, -%d files%s", ".".join(commit.table), len(added), len(removed),
+             f", {len(rewritten)} earlier files rewritten for the type change of {sorted(retyped)}" if rewritten else "")
+    return len(added)
+
+
+def _creating(catalog, warehouse: Path, table: tuple[str, str], schema: pa.Schema):
+    """The transaction that creates the Iceberg table ``table`` with ``schema``, committed with its
+    first snapshot."""
+    log.info("creating the Iceberg table %s", ".".join(table))
+    catalog.create_namespace_if_not_exists(table[0])
+    location = warehouse / FOLDER / path_part(table[0]) / path_part(table[1])
+    return catalog.create_table_transaction(table, schema=schema, location=location.as_uri())
+
+
+def _unified(schemas: list[pa.Schema]) -> pa.Schema:
+    """One schema for the files a commit adds: columns by name, the first file's order."""
+    return pa.unify_schemas(schemas, promote_options="permissive") if len(schemas) > 1 else schemas[0]
+
+
+def _evolve(transaction, target: pa.Schema, whole: bool) -> set[str]:
+    """Bring the table's schema to ``target``: columns added by name; a column whose type
+    Iceberg cannot promote to the new one is dropped and added again (a new field id); a table
+    replaced ``whole`` loses the columns ``target`` lacks and takes its column order. Returns the
+    columns dropped and added again for their type."""
+    current = transaction.table_metadata.schema()
+    incoming = _iceberg_schema(target)
+    retyped, gone = set(), set()
+    for column in current.columns:
+        new = incoming.find_field(column.name, case_sensitive=True) if column.name in target.names else None
+        if new is None:
+            gone |= {column.name} if whole else set()
+        elif not _fits(column.field_type, new.field_type):
+            retyped.add(column.name)
+    if retyped or gone:
+        with transaction.update_schema() as schema:
+            for name in sorted(retyped | gone):
+                schema.delete_column(name)
+    with transaction.update_schema() as schema:
+        schema.union_by_name(target)
+    if whole:
+        with transaction.update_schema() as schema:
+            schema.move_first(target.names[0])
+            for before, name in zip(target.names, target.names[1:]):
+                schema.move_after(name, before)
+    return retyped
+
+
+def _iceberg_schema(target: pa.Schema):
+    """``target`` in Iceberg types (its field ids mean nothing: for comparing types)."""
+    from pyiceberg.io.pyarrow import pyarrow_to_schema
+    from pyiceberg.table.name_mapping import MappedField, NameMapping
+
+    ids = itertools.count(1)
+
+    def mapped(name: str, kind: pa.DataType) -> MappedField:
+        if pa.types.is_struct(kind):
+            parts = [(each.name, each.type) for each in kind]
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            parts = [("element", kind.value_type)]
+        elif pa.types.is_map(kind):
+            parts = [("key", kind.key_type), ("value", kind.item_type)]
+        else:
+            parts = []
+        return MappedField(field_id=next(ids), names=[name], fields=[mapped(*part) for part in parts])
+
+    return pyarrow_to_schema(target, name_mapping=NameMapping([mapped(each.name, each.type) for each in target]))
+
+
+def _fits(old, new) -> bool:
+    """Whether a column of Iceberg type ``old`` takes files of type ``new``: the same type, one
+    Iceberg reads as ``old`` (``int`` into ``long``), or one ``old`` may be promoted to; structs,
+    lists and maps part by part."""
+    from pyiceberg.exceptions import ResolveError
+    from pyiceberg.schema import promote
+    from pyiceberg.types import ListType, MapType, StructType
+
+    if old == new:
+        return True
+    if isinstance(old, StructType) and isinstance(new, StructType):
+        fields = {each.name: each.field_type for each in new.fields}
+        return all(each.name not in fields or _fits(each.field_type, fields[each.name]) for each in old.fields)
+    if isinstance(old, ListType) and isinstance(new, ListType):
+        return _fits(old.element_type, new.element_type)
+    if isinstance(old, MapType) and isinstance(new, MapType):
+        return _fits(old.key_type, new.key_type) and _fits(old.value_type, new.value_type)
+    for source, read_as in ((new, old), (old, new)):
+        try:
+            promote(source, read_as)
+            return True
+        except ResolveError:
+            pass
+    return False
+
+
+def _conform_kept(kept: list, transaction, retyped: set[str], run_id: str) -> dict:
+    """The table's earlier files that hold a column of ``retyped``, rewritten beside themselves
+    with the columns of the table's new schema (:func:`conform`): {old data file: new path}."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    target = schema_to_pyarrow(transaction.table_metadata.schema(), include_field_ids=False)
+    rewritten = {}
+    for data in kept:
+        path = local_path(data.file_path)
+        if retyped & set(pq.read_schema(path).names):
+            new = str(Path(path).with_name(f"{run_id}-retyped-{Path(path).name}"))
+            pq.write_table(conform(pq.read_table(path), target), new)
+            rewritten[data] = new
+    return rewritten
+
+
+def conform(rows: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``rows`` in ``schema``'s columns and types: a column they lack is null, every value cast
+    exactly (numbers to their decimal text, integers to wider ones); a value that cannot be
+    cast exactly raises ``pyarrow.ArrowInvalid``."""
+    return pa.table([_conform_array(rows[name] if name in rows.column_names else None, schema.field(name).type,
+                                    rows.num_rows) for name in schema.names], schema=schema)
+
+
+def _conform_array(values, kind: pa.DataType, length: int):
+    if values is None:
+        return pa.nulls(length, kind)
+    if pa.types.is_struct(kind) and pa.types.is_struct(values.type):
+        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        names = {values.type.field(i).name for i in range(values.type.num_fields)}
+        children = [_conform_array(values.field(kind.field(i).name) if kind.field(i).name in names else None,
+                                   kind.field(i).type, length) for i in range(kind.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(kind), mask=values.is_null())
+    return pc.cast(values, kind, safe=True)

@@ -66,7 +66,6 @@ from binlog_codec.arrow import TABLE_SCHEMA
 from spark_jobs import catalog, publish, refusals, schema_history, version_lineage
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.expectations import verdict
-from spark_jobs.layout import name_of, path_part, table_folder
 from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import Inherited, SchemaConflict, materialize
 from spark_jobs.table_names import RUN
@@ -231,17 +230,16 @@ def latest_keys(versions: Iterable[dict]) -> dict[tuple[str, str], list[str]]:
 
 def tables_changed(changes: Iterable[dict], root: Path) -> set[tuple[str, str]]:
     """The tables ``schema_changes`` rows change: of the warehouse's (those with a ``current``
-    table), the table a row names and every table of a dropped database; and the new name of a
-    table renamed (it takes over the rows)."""
+    table in the catalog), the table a row names and every table of a dropped database; and the
+    new name of a table renamed (it takes over the rows)."""
     found, renamed = set(), set()
     for row in changes:
         if row["table"] is not None:
             found.add((row["database"], row["table"]))
             renamed |= {(database or row["database"], name) for database, name in schema_history.renamed_to(row)}
         elif row["change"] == schema_history.DATABASE_DROPPED and row["database"] is not None:
-            folder = Path(root) / "current" / path_part(row["database"])
-            found |= {(row["database"], name_of(each.name)) for each in folder.glob("*") if each.is_dir()}
-    return {key for key in found if any(Path(table_folder(root, "current", *key)).glob("*.parquet"))} | renamed
+            found |= {(row["database"], name) for name in catalog.tables_of_database(root, row["database"])}
+    return {key for key in found if catalog.data_files(root, catalog.current_table(*key))} | renamed
 
 
 def _copy_metadata(decoded: DecodeResult, schemas: RunSchemas, out: Path, run_id: str) -> None:
@@ -261,7 +259,7 @@ def _copy_metadata(decoded: DecodeResult, schemas: RunSchemas, out: Path, run_id
         changes = pa.Table.from_pylist(schemas.staged_changes, schema=schema_history.SCHEMA_CHANGES_SCHEMA)
         pq.write_table(changes, out / "metadata" / schema_history.SCHEMA_CHANGES / Path(decoded.schema_changes).name)
     if decoded.table_schemas is not None or schemas.derived:
-        target = out / "metadata" / "table_schemas" / "table_schemas.parquet"
+        target = out / "metadata" / "table_schemas" / f"{run_id}.parquet"  # replaces the table
         target.parent.mkdir(parents=True, exist_ok=True)
         named = schema_history.name_versions(schemas.versions, schemas.history)
         pq.write_table(pa.Table.from_pylist(named, schema=TABLE_SCHEMA), target)
@@ -285,16 +283,16 @@ class RunSchemas:
 
 def run_ordinal(root: Path) -> int:
     """The ordinal of the next run of the warehouse: the number of runs it has published."""
-    return sum(1 for _ in (root / RUN_RECORDS).glob("*.parquet"))
+    return len(catalog.data_files(root, catalog.identifier("runs")))
 
 
 def run_schemas(decoded: DecodeResult, root: Path) -> RunSchemas:
     """The run's :class:`RunSchemas`. The run's own schema changes and table versions take the
     run's ordinal (``_run``, ``first_run``/``last_run``): they come after those of every run
     before, whatever their positions."""
-    run, published = run_ordinal(root), _published_rows(root, "table_schemas")
+    run, published = run_ordinal(root), published_rows(root, "table_schemas")
     staged_changes = [{**row, RUN: run} for row in _staged_rows(decoded.schema_changes)]
-    history = _published_rows(root, schema_history.SCHEMA_CHANGES) + staged_changes
+    history = published_rows(root, schema_history.SCHEMA_CHANGES) + staged_changes
     staged = [{**row, "first_run": run, "last_run": run} for row in _staged_rows(decoded.table_schemas)]
     versions = merge_table_schemas(published, staged)
     derived = version_lineage.derived_versions(versions, history)
@@ -305,9 +303,9 @@ def run_schemas(decoded: DecodeResult, root: Path) -> RunSchemas:
     return RunSchemas(run, published, versions, derived, history, staged_changes)
 
 
-def _published_rows(root: Path, table: str) -> list[dict]:
-    """The rows of the warehouse's ``metadata/<table>``, file by file in name order."""
-    return [row for path in sorted((root / "metadata" / table).glob("*.parquet")) for row in pq.read_table(path).to_pylist()]
+def published_rows(root: Path, table: str) -> list[dict]:
+    """The rows of the warehouse's metadata table ``_binlake.<table>``, file by file in name order."""
+    return [row for path in catalog.data_files(root, catalog.identifier(table)) for row in pq.read_table(path).to_pylist()]
 
 
 def _staged_rows(path: str | None) -> list[dict]:
@@ -350,6 +348,9 @@ def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root:
     keys = latest_keys(schemas.versions)
     images = {key: [] for key in tables_changed(schemas.staged_changes, root)} | decoded.images
 
+    def current_files(database: str, table: str) -> list[str]:
+        return catalog.data_files(root, catalog.current_table(database, table))
+
     accepted: list[str] = []
 
     def one(table_key: tuple[str, str], images: list[str]) -> int:
@@ -358,10 +359,10 @@ def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root:
                                                 run=schemas.run, retype=f"{database}.{table}" in retype)
         segments = [] if lineage is None else lineage.names.inherited()
         inherited = [Inherited(decoded.images.get((database, segment.name), []),
-                               table_folder(root, "current", database, segment.name) if along else None,
+                               current_files(database, segment.name) if along else [],
                                segment.start, segment.end) for segment, along in segments]
-        current = table_folder(root, "current", database, table)
-        if not images and not any(each.staged or each.current for each in inherited) and not Path(current).is_dir():
+        current = current_files(database, table)
+        if not images and not any(each.staged or each.current for each in inherited) and not current:
             return 0  # renamed to a name the warehouse has no rows of yet
         names = [table] + [segment.name for segment, _ in reversed(segments)]  # its key: the latest name's
         done = materialize(
@@ -640,7 +641,7 @@ def _commit_run(root: Path, work: Path, result: IngestResult) -> None:
     out = work / "out"
     write_run_record(out, result)
     if result.kind == "backfill":  # its day partitions replace the old ones; the checkpoint stays
-        publish.commit(root, out, run_id, replaced=publish.REPLACED_FOLDERS + (publish.DAY_PARTITIONS,))
+        publish.commit(root, out, run_id, replaced=(publish.DAY_PARTITIONS,))
     else:
         stream = result.stream or result.source
         committed = publish.read_checkpoint(root)

@@ -20,10 +20,10 @@ into whole rows the way a replica does ("DEFAULT VALUES", R2: an update is
 unpacked "on top of a row fetched from the storage engine"; fields without a
 value in the after-image "keep their previous value"), except that the row
 fetched is the previous state this step knows of the same key: the earlier change
-of the key in the same run, else the row of the table's ``current`` folder.
+of the key in the same run, else the row of the table's ``current``.
 
 Outputs, for one table, under a run folder laid out like the warehouse
-(ARCHITECTURE.md, "Warehouse contract"):
+(docs/ARCHITECTURE.md, "Warehouse contract"):
 
 * ``changes/<db>/<table>/commit_date=YYYY-MM-DD/<run>-<part>.parquet``: exactly
   one row per row change, in log order, with the *full* after-image:
@@ -1460,21 +1460,6 @@ def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
     return pafs.FileSystem.from_uri(("s3://" if scheme in ("s3a", "s3n") else scheme + "://") + rest)
 
 
-def _parquet_files(folder: str | None) -> list[str]:
-    """The data files of a Parquet folder (hidden and ``_`` files left out), sorted; none if it does not exist."""
-    if folder is None:
-        return []
-    filesystem, path = _filesystem(folder)
-    found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
-    names = sorted(
-        info.path for info in found
-        if info.type == pafs.FileType.File and info.path.endswith(".parquet")
-        and not any(part.startswith(("_", ".")) for part in posixpath.relpath(info.path, path).split("/"))
-    )
-    prefix = folder.rstrip("/")
-    return [prefix + "/" + posixpath.relpath(name, path) for name in names]
-
-
 def _schema_groups(files: Sequence[str]) -> list[tuple[pa.Schema, list[str]]]:
     """Files grouped by schema (headers or footers only), groups in order of first appearance."""
     groups: dict[pa.Schema, list[str]] = {}
@@ -1544,10 +1529,10 @@ class MaterializeResult:
 class Inherited:
     """Rows a table takes over from a name it had before a RENAME TABLE of the run: that name's
     staged files, of which only the rows logged after ``since`` (None: any time) and before
-    ``until`` (the rename) are the table's, and its ``current`` folder when its rows came along."""
+    ``until`` (the rename) are the table's, and its ``current`` files when its rows came along."""
 
     staged: Sequence[str]
-    current: str | None
+    current: Sequence[str]
     since: tuple | None
     until: tuple
 
@@ -1908,7 +1893,7 @@ def materialize(
     database: str,
     table: str,
     key_columns: Sequence[str] | None,
-    current: str | None,
+    current: Sequence[str],
     target: str,
     run_name: str,
     partitions: int | None = None,
@@ -1921,8 +1906,8 @@ def materialize(
 
     ``staged_files``: Arrow (:mod:`spark_jobs.image_files`) or Parquet files of ImageBatchBuilder's schema, any table
     versions, any order; ``key_columns``: the primary key's columns, or
-    None/empty for a table without one; ``current``: the warehouse's
-    ``current/<db>/<table>/`` folder (may not exist); ``target``: the run folder
+    None/empty for a table without one; ``current``: the files of the table's
+    ``current`` (:func:`spark_jobs.catalog.data_files`; none for a new table); ``target``: the run folder
     (laid out like the warehouse); ``run_name``: the stem of the output files'
     names, derived by the caller from the run's input. ``partitions``: buckets
     (fold tasks); default: about ``rows_per_file`` rows each, and for a large
@@ -1939,13 +1924,13 @@ def materialize(
     started = time.monotonic()
     windows = {path: (each.since, each.until, lineage.run if lineage else None) for each in inherited for path in each.staged}
     staged = _schema_groups([*staged_files, *windows])
-    prior_groups = _schema_groups(_parquet_files(current))
+    prior_groups = _schema_groups(current)
     if prior_groups and lineage is not None and lineage.cleared_in_run:
         log.info("%s.%s: every row of current removed by a statement of the run", database, table)
         if not staged and not any(each.current for each in inherited):
             return _cleared(database, table, prior_groups, lineage, target, run_name, started)
         prior_groups = []
-    prior_groups += _schema_groups([path for each in inherited for path in _parquet_files(each.current)])
+    prior_groups += _schema_groups([path for each in inherited for path in each.current])
     versions = [schema for schema, _ in staged + prior_groups]  # the inputs' versions: staged files first
     if not versions:
         raise ValueError(f"{database}.{table}: neither staged files nor a current table")
@@ -2016,7 +2001,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--database", required=True)
     parser.add_argument("--table", required=True)
     parser.add_argument("--key", action="append", default=[], help="a primary key column (repeat); none: every column")
-    parser.add_argument("--current", help="the warehouse's current/<db>/<table>/ folder")
+    parser.add_argument("--current", action="append", default=[], help="a file of the table's current (repeat)")
     parser.add_argument("--target", required=True, help="the run folder")
     parser.add_argument("--run-name", required=True)
     parser.add_argument("--partitions", type=int)

@@ -399,18 +399,13 @@ def arrow_as_server_text(column: Column, value, unrepresentable: dict[str, str],
 
 
 def warehouse_rows(root, area: str, database: str, table: str) -> list[dict]:
-    """A warehouse table's rows (``area``: ``changes`` or ``current``); files of different table
-    versions are read by column name, types widened, as Spark's mergeSchema and DuckDB's
-    union_by_name do."""
-    from pathlib import Path
+    """A warehouse table's rows (``area``: ``changes`` or ``current``), read as users read them:
+    through the Iceberg catalog (none when the catalog has no such table)."""
+    from spark_jobs import catalog
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from spark_jobs.layout import table_folder
-
-    parts = [pq.read_table(file) for file in sorted(Path(table_folder(root, area, database, table)).rglob("*.parquet"))]
-    return pa.concat_tables(parts, promote_options="permissive").to_pylist()
+    name = catalog.changes_table(database, table) if area == "changes" else catalog.current_table(database, table)
+    rows = catalog.read(root, name)
+    return [] if rows is None else rows.to_pylist()
 
 
 def assert_current_equals_server(mariadb, root, database: str, tables, label_text=lambda text: text) -> None:

@@ -28,7 +28,6 @@ import shutil
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from airflow_standalone import WARNING_LEVELS, AirflowStandalone, log_records, record_text
@@ -66,8 +65,9 @@ def samples_hour() -> datetime:
 
 def run_records(warehouse: Path) -> dict[str, dict]:
     """The warehouse's run records (``metadata/runs``) by run id."""
-    return {record["run_id"]: record for path in sorted((warehouse / "metadata" / "runs").glob("*.parquet"))
-            for record in pq.read_table(path).to_pylist()}
+    from spark_jobs import catalog
+
+    return {record["run_id"]: record for record in catalog.read(warehouse, catalog.identifier("runs")).to_pylist()}
 
 
 def table_uri(warehouse: Path, table: str) -> str:

@@ -34,7 +34,6 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import duckdb
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -91,30 +90,27 @@ def warehouse_files(warehouse: Path) -> dict[str, bytes]:
     }
 
 
-def query(sql: str) -> list[tuple]:
-    return duckdb.sql(sql).fetchall()
+# Read through the catalog, imported here: the DAG run's own process imports this module too.
 
 
 def changes_of(warehouse: Path, table: str) -> list[dict]:
     """The ``changes`` rows of ``db.table``."""
-    database, name = table.split(".")
-    relation = duckdb.sql(
-        f"select * from read_parquet('{warehouse}/changes/{database}/{name}/**/*.parquet', "
-        "union_by_name=true, hive_partitioning=true)"
-    )
-    return [dict(zip(relation.columns, values)) for values in relation.fetchall()]
+    from mariadb_workload import warehouse_rows
+
+    return warehouse_rows(warehouse, "changes", *table.split("."))
 
 
 def current_ids(warehouse: Path, table: str) -> set[int]:
     """The primary keys in ``current`` of ``db.table``."""
-    database, name = table.split(".")
-    files = f"{warehouse}/current/{database}/{name}/**/*.parquet"
-    return {row[0] for row in query(f"select id from read_parquet('{files}')")}
+    from mariadb_workload import warehouse_rows
+
+    return {row["id"] for row in warehouse_rows(warehouse, "current", *table.split("."))}
 
 
 def run_records(warehouse: Path) -> list[dict]:
-    relation = duckdb.sql(f"select * from read_parquet('{warehouse}/metadata/runs/*.parquet')")
-    return [dict(zip(relation.columns, values)) for values in relation.fetchall()]
+    from spark_jobs import catalog
+
+    return catalog.read(warehouse, catalog.identifier("runs")).to_pylist()
 
 
 # ---------------------------------------------------------------- running the DAG
@@ -178,9 +174,9 @@ def _kill_the_first_commit_half_way() -> None:
         if killed:
             return real_apply(warehouse, journal)
         killed.append(journal)
-        moves = json.loads(journal.read_text(encoding="utf-8"))
+        moves = publish.Plan.from_json(json.loads(journal.read_text(encoding="utf-8"))).moves
         for move in moves[: len(moves) // 2]:
-            publish.Move(**move).apply(warehouse)
+            move.apply(warehouse)
         raise RuntimeError(f"killed after {len(moves) // 2} of {len(moves)} moves of the commit")
 
     publish._apply = apply_half_and_die

@@ -29,8 +29,6 @@ from pathlib import Path
 
 import jwt
 import os
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from airflow import settings
 from airflow.api_fastapi.app import create_auth_manager, purge_cached_app
@@ -46,6 +44,7 @@ from binlog_codec.reader import BinlogReader
 from plugins.binlake_view import BinlakeViewPlugin, create_app, duration
 from plugins.object_store import open_store
 from spark_jobs import refusals
+from warehouse_records import commit_run_record
 from spark_jobs.positions import MissingFiles
 from spark_jobs.publish import CHECKPOINT
 
@@ -521,6 +520,4 @@ def write_run(warehouse: Path, run_id: str, finished: datetime, quality: dict | 
         "checkpoint": "{}", "quality": None if quality is None else json.dumps({"run_id": run_id, **quality}),
         **columns,
     }
-    folder = warehouse / "metadata" / "runs"
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([record]), folder / f"{run_id}.parquet")
+    commit_run_record(warehouse, record)

@@ -23,8 +23,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from plugins.object_store import open_store
@@ -36,6 +34,7 @@ from plugins.warehouse_status import (
     time_lag,
 )
 from spark_jobs import refusals
+from warehouse_records import commit_run_record
 from spark_jobs.positions import MissingFiles
 from spark_jobs.publish import CHECKPOINT, read_checkpoint
 
@@ -396,6 +395,4 @@ def write_checkpoint(warehouse: Path, checkpoint: dict) -> None:
 
 
 def write_run(warehouse: Path, record: dict) -> None:
-    folder = warehouse / "metadata" / "runs"
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([record]), folder / f"{record['run_id']}.parquet")
+    commit_run_record(warehouse, record)

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from mariadb_workload import warehouse_rows
 from spark_jobs import publish
 from spark_jobs.backfill import files_of_days, interval_days, prepare_backfill
 from spark_jobs.ingest import FACTS_FOLDER, ingest, publish_run, validate_run, work_folder
@@ -69,8 +70,8 @@ def files(root: Path, area: str) -> dict[str, bytes]:
 
 
 def day_rows(root: Path, table: str, day: date) -> list[dict]:
-    folder = root / "changes" / DATABASE / table / f"commit_date={day}"
-    rows = pa.concat_tables(pq.read_table(p) for p in sorted(folder.glob("*.parquet"))).to_pylist()
+    """The table's changes committed on ``day``, read through the catalog."""
+    rows = [row for row in warehouse_rows(root, "changes", DATABASE, table) if row["_commit_ts"].date() == day]
     return sorted(rows, key=lambda r: (r["_binlog_seq"], r["_binlog_pos"], r["_row_index"]))
 
 

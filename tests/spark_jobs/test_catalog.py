@@ -1,20 +1,25 @@
-"""``spark_jobs.catalog``: the metadata tables as Iceberg tables of the warehouse's catalog.
+"""``spark_jobs.catalog``: every table of the warehouse as an Iceberg table of its catalog.
 
 Two runs of the bundled samples (a file each): read through the catalog, with pyiceberg and
-with DuckDB's Iceberg reader loaded by path, each table holds what its Parquet folder holds;
-each run is a snapshot whose summary names the run and the checkpoint it committed. A commit
-that dies among the tables is finished by its recovery without adding a run twice, a catalog
-that does not answer holds the commit until it does, and a warehouse kept in one catalog
-refuses another.
+with DuckDB's Iceberg reader loaded by path, ``current`` holds what one run of both files gives
+and the metadata tables what their folders hold; each run is a snapshot whose summary names the
+run and the checkpoint it committed, and the first run's snapshot still reads after the second
+replaced ``current``. A commit that dies among the tables is finished by its recovery without
+adding a run twice, a catalog that does not answer holds the commit until it does, and a
+warehouse kept in one catalog refuses another. Type changes Iceberg cannot promote: a replaced
+table takes the new type, an appended one has its earlier files rewritten in it.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+import threading
 from collections import Counter
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -33,8 +38,12 @@ def folder_rows(warehouse: Path, name: str) -> list[dict]:
     return pq.read_table(warehouse / "metadata" / name).to_pylist()
 
 
-def catalog_rows(warehouse: Path, name: str) -> list[dict]:
-    return catalog.open_catalog(warehouse).load_table(catalog.identifier(name)).scan().to_arrow().to_pylist()
+def catalog_rows(warehouse: Path, name: str | tuple) -> list[dict]:
+    table = catalog.identifier(name) if isinstance(name, str) else name
+    return catalog.open_catalog(warehouse).load_table(table).scan().to_arrow().to_pylist()
+
+
+SOURCE_TABLES = [("shop", "customers"), ("shop", "orders")]
 
 
 def ingest_file(spark, sample: Path, source: Path, warehouse: Path):
@@ -51,6 +60,44 @@ def two_runs(spark, tmp_path_factory):
         runs.append(ingest_file(spark, sample, folder / "source", folder / "warehouse").run_id)
         checkpoints.append(publish.read_checkpoint(folder / "warehouse"))
     return folder / "warehouse", runs, checkpoints
+
+
+@pytest.fixture(scope="module")
+def one_run(spark, tmp_path_factory):
+    """Both sample files in one run."""
+    folder = tmp_path_factory.mktemp("one-run")
+    (folder / "source").mkdir()
+    for sample in SAMPLES:
+        shutil.copyfile(sample, folder / "source" / sample.name)
+    ingest(str(folder / "source"), str(folder / "warehouse"), spark=spark, validation=False)
+    return folder / "warehouse"
+
+
+def test_current_and_changes_read_through_the_catalog_are_those_of_one_run(two_runs, one_run):
+    warehouse, _, _ = two_runs
+    for database, table in SOURCE_TABLES:
+        for name in (catalog.current_table(database, table), catalog.changes_table(database, table)):
+            assert multiset(catalog_rows(warehouse, name)) == multiset(catalog_rows(one_run, name)), name
+            assert catalog_rows(warehouse, name), name
+
+
+def test_the_first_runs_current_still_reads_after_the_second_replaced_it(two_runs, spark, tmp_path):
+    warehouse, runs, _ = two_runs
+    ingest_file(spark, SAMPLES[0], tmp_path / "source", tmp_path / "first")
+    table = catalog.open_catalog(warehouse).load_table(catalog.current_table("shop", "orders"))
+    [snapshot] = [each for each in table.snapshots() if each.summary.additional_properties[catalog.RUN_ID] == runs[0]]
+    assert multiset(table.scan(snapshot_id=snapshot.snapshot_id).to_arrow().to_pylist()) == multiset(
+        catalog_rows(tmp_path / "first", catalog.current_table("shop", "orders")))
+    assert len(table.snapshots()) == 2 and len(catalog.data_files(warehouse, catalog.current_table("shop", "orders"))) == 1
+
+
+def test_duckdb_reads_current_as_pyiceberg_does(two_runs):
+    warehouse, _, _ = two_runs
+    connection = catalog.duckdb_connection()
+    for name in SOURCE_TABLES:
+        location = catalog.metadata_location(warehouse, catalog.current_table(*name))
+        read = connection.execute(f"SELECT * FROM iceberg_scan('{location}')").to_arrow_table().to_pylist()
+        assert multiset(read) == multiset(catalog_rows(warehouse, catalog.current_table(*name))), name
 
 
 def test_the_metadata_tables_read_through_the_catalog_hold_their_folders_rows(two_runs):
@@ -78,9 +125,13 @@ def test_each_run_is_a_snapshot_naming_the_run_and_its_checkpoint(two_runs):
     assert [row["run_id"] for row in first] == runs[:1]  # time travel to the first run
 
 
-def test_a_sync_repeated_adds_nothing(two_runs):
-    warehouse, runs, checkpoints = two_runs
-    assert catalog.sync(warehouse, runs[-1], checkpoints[-1]) == {"transactions": 0, "runs": 0, "schema_changes": 0}
+def test_a_sync_repeated_adds_nothing(spark, tmp_path, monkeypatch):
+    asked, sync = [], catalog.sync
+    monkeypatch.setattr(catalog, "sync", lambda *args: asked.append(args) or sync(*args))
+    ingest_file(spark, SAMPLES[0], tmp_path / "source", tmp_path / "warehouse")
+    [(warehouse, run_id, checkpoint, commits)] = asked
+    assert {table.table for table in commits} >= {("_binlake", "runs"), ("shop", "orders"), ("shop", "orders__changes")}
+    assert set(sync(warehouse, run_id, checkpoint, commits).values()) == {0}
 
 
 def test_a_commit_that_dies_among_the_tables_is_finished_once_by_its_recovery(spark, tmp_path, monkeypatch):
@@ -90,19 +141,19 @@ def test_a_commit_that_dies_among_the_tables_is_finished_once_by_its_recovery(sp
     warehouse = tmp_path / "warehouse"
     ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse)
     before = publish.read_checkpoint(warehouse)
-    add = catalog._add_new_files
+    add = catalog._commit_table
 
-    def dies_after_one_table(catalog_, warehouse_, name, files, summary):
-        added = add(catalog_, warehouse_, name, files, summary)
-        if name == "runs":
+    def dies_after_one_table(catalog_, warehouse_, commit, summary):
+        added = add(catalog_, warehouse_, commit, summary)
+        if commit.table == catalog.identifier("runs"):
             raise SystemExit("killed")
         return added
 
-    monkeypatch.setattr(catalog, "_add_new_files", dies_after_one_table)
+    monkeypatch.setattr(catalog, "_commit_table", dies_after_one_table)
     with pytest.raises(SystemExit):
         ingest_file(spark, SAMPLES[1], tmp_path / "source", warehouse)
     assert publish.read_checkpoint(warehouse) == before and list((warehouse / publish.JOURNAL).glob("*.json"))
-    monkeypatch.setattr(catalog, "_add_new_files", add)
+    monkeypatch.setattr(catalog, "_commit_table", add)
     [finished] = publish.recover(warehouse)
     assert publish.read_checkpoint(warehouse) != before
     for name in ("transactions", "runs", "schema_changes"):
@@ -121,24 +172,125 @@ def test_a_warehouse_kept_in_one_catalog_refuses_another(tmp_path):
     assert catalog.uri_of(tmp_path / "other") == f"sqlite:///{(tmp_path / 'other').resolve()}/_iceberg/catalog.db"
 
 
-def test_a_catalog_that_does_not_answer_holds_the_commit_until_it_does(spark, tmp_path):
-    """The catalog's file out of reach: the run says so and its checkpoint does not move, nor does
-    any run's until the catalog is back; the next run then finishes the commit, once."""
-    warehouse, home, away = tmp_path / "warehouse", tmp_path / "catalog", tmp_path / "away"
-    home.mkdir()
-    catalog.configure(warehouse, f"sqlite:///{home / 'catalog.db'}")
+def test_a_catalog_that_refuses_the_commit_holds_it_until_it_takes_it(spark, tmp_path):
+    """Another writer holds the catalog's write lock while a run commits: the run says so and its
+    checkpoint does not move, nor does any run's until the lock is gone; the next run then
+    finishes the commit, once."""
+    warehouse = tmp_path / "warehouse"
     ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse)
     before = publish.read_checkpoint(warehouse)
-    home.rename(away)
-    with pytest.raises(catalog.CatalogUnavailable, match=r"did not take the run .*the checkpoint has not moved"):
+    other_writer = sqlite3.connect(warehouse / catalog.FOLDER / "catalog.db")
+    other_writer.execute("BEGIN IMMEDIATE")  # readers go on, writers wait, then give up
+    with pytest.raises(catalog.CatalogUnavailable, match=r"did not take the run .*locked.*the checkpoint has not moved"):
         ingest_file(spark, SAMPLES[1], tmp_path / "source", warehouse)
     with pytest.raises(catalog.CatalogUnavailable):  # every run waits for it
         ingest(str(tmp_path / "source"), str(warehouse), spark=spark, validation=False)
     assert publish.read_checkpoint(warehouse) == before
-    away.rename(home)
+    other_writer.rollback()
+    other_writer.close()
     assert ingest(str(tmp_path / "source"), str(warehouse), spark=spark, validation=False).run_id == ""  # finished
     assert publish.read_checkpoint(warehouse) != before
     assert not (warehouse / "_runs").exists() and not (warehouse / publish.JOURNAL).exists()
     for name in ("transactions", "runs", "schema_changes"):
         assert multiset(catalog_rows(warehouse, name)) == multiset(folder_rows(warehouse, name)), name
     assert len(folder_rows(warehouse, "runs")) == 2
+
+
+def test_a_catalog_out_of_reach_stops_the_run_before_it_writes(spark, tmp_path):
+    warehouse, home = tmp_path / "warehouse", tmp_path / "catalog"
+    home.mkdir()
+    catalog.configure(warehouse, f"sqlite:///{home / 'catalog.db'}")
+    ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse)
+    before = publish.read_checkpoint(warehouse)
+    home.rename(tmp_path / "away")
+    with pytest.raises(catalog.CatalogUnavailable, match=rf"the catalog sqlite:///{home}/catalog.db did not answer "
+                                                         r"while .*nothing was published"):
+        ingest_file(spark, SAMPLES[1], tmp_path / "source", warehouse)
+    assert publish.read_checkpoint(warehouse) == before and not (warehouse / publish.JOURNAL).exists()
+
+
+def commit_files(warehouse: Path, run_id: str, files: dict[str, pa.Table]) -> None:
+    """Write ``files`` (path relative to the warehouse: rows) and sync them as run ``run_id``."""
+    for relative, rows in files.items():
+        (warehouse / relative).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(rows, warehouse / relative)
+    catalog.sync(warehouse, run_id, {"run": run_id}, catalog.plan_tables(list(files)))
+
+
+def test_a_type_iceberg_cannot_promote_replaces_the_column_of_current_and_rewrites_changes(tmp_path):
+    """BIGINT to VARCHAR, and the ``_before`` struct with it: ``current`` (replaced) takes the new
+    type; ``changes`` (appended) has its earlier file rewritten with the numbers' decimal text."""
+    before = pa.struct([("c", pa.int64())])
+    old = pa.table({"id": pa.array([1, 2], pa.int32()), "c": pa.array([1, 2**40]),
+                    "_before": pa.array([{"c": 5}, None], before)})
+    new = pa.table({"id": pa.array([3], pa.int32()), "c": pa.array(["x"]),
+                    "_before": pa.array([{"c": "y"}], pa.struct([("c", pa.string())]))})
+    commit_files(tmp_path, "r1", {"current/d/t/r1-0.parquet": old, "changes/d/t/commit_date=1/r1-0.parquet": old})
+    commit_files(tmp_path, "r2", {"current/d/t/r2-0.parquet": new.drop_columns(["_before"]),
+                                  "changes/d/t/commit_date=1/r2-0.parquet": new})
+    assert catalog_rows(tmp_path, ("d", "t")) == [{"id": 3, "c": "x"}]
+    assert sorted(catalog_rows(tmp_path, ("d", "t__changes")), key=lambda row: row["id"]) == [
+        {"id": 1, "c": "1", "_before": {"c": "5"}}, {"id": 2, "c": "1099511627776", "_before": None},
+        {"id": 3, "c": "x", "_before": {"c": "y"}}]
+    assert [Path(path).name for path in catalog.data_files(tmp_path, ("d", "t__changes"))] == [
+        "r2-0.parquet", "r2-retyped-r1-0.parquet"]
+    table = catalog.open_catalog(tmp_path).load_table(("d", "t"))
+    assert table.scan(snapshot_id=table.snapshots()[0].snapshot_id).to_arrow().num_rows == 2  # the older snapshot
+
+
+def test_a_column_iceberg_can_promote_is_promoted_and_a_narrower_file_read_in_the_wider_type(tmp_path):
+    commit_files(tmp_path, "r1", {"changes/d/t/commit_date=1/r1-0.parquet": pa.table({"c": pa.array([1], pa.int32())})})
+    commit_files(tmp_path, "r2", {"changes/d/t/commit_date=1/r2-0.parquet": pa.table({"c": pa.array([2**40])})})
+    commit_files(tmp_path, "r3", {"changes/d/t/commit_date=1/r3-0.parquet": pa.table({"c": pa.array([3], pa.int16())})})
+    assert sorted(row["c"] for row in catalog_rows(tmp_path, ("d", "t__changes"))) == [1, 3, 2**40]
+    assert len(catalog.data_files(tmp_path, ("d", "t__changes"))) == 3  # nothing rewritten
+
+
+def test_a_replaced_table_takes_the_new_files_columns_in_their_order(tmp_path):
+    commit_files(tmp_path, "r1", {"current/d/t/r1-0.parquet": pa.table({"a": [1], "b": [2]})})
+    commit_files(tmp_path, "r2", {"current/d/t/r2-0.parquet": pa.table({"z": [0], "a": [1]})})
+    table = catalog.open_catalog(tmp_path).load_table(("d", "t"))
+    assert [column.name for column in table.schema().columns] == ["z", "a"]
+    assert catalog_rows(tmp_path, ("d", "t")) == [{"z": 0, "a": 1}]
+
+
+READER_RUNS = 6
+
+
+@pytest.mark.integration
+def test_a_reader_scanning_current_while_runs_commit_sees_only_whole_runs(spark, mariadb, tmp_path):
+    """Run k of a real server's log inserts row 100+k and sets every row's ``v`` to k, so the only
+    states ``current`` may show are "rows 100..100+k, all v = k". A reader scans the table through
+    the catalog in a loop while the runs commit one after the other."""
+    database = "reader_loop"
+    mariadb.sql(f"DROP DATABASE IF EXISTS {database}; CREATE DATABASE {database}; "
+                f"CREATE TABLE {database}.t (id INT PRIMARY KEY, v INT)")
+    mariadb.flush_logs()
+    first = mariadb.current_binlog()
+    for k in range(READER_RUNS):
+        mariadb.sql(f"USE {database}; INSERT INTO t VALUES ({100 + k}, {k}); UPDATE t SET v = {k};")
+        mariadb.flush_logs()
+    binlogs = [binlog for binlog in mariadb.binlog_files() if first <= binlog < mariadb.current_binlog()]
+    assert len(binlogs) == READER_RUNS
+    warehouse, source, seen, done = tmp_path / "warehouse", tmp_path / "source", [], threading.Event()
+
+    def reader() -> None:
+        while not done.is_set():
+            rows = catalog.read(warehouse, (database, "t")) if catalog.has_catalog(warehouse) else None
+            seen.append(None if rows is None else sorted((row["id"], row["v"]) for row in rows.to_pylist()))
+
+    scanning = threading.Thread(target=reader)
+    scanning.start()
+    try:
+        source.mkdir()
+        for binlog in binlogs:
+            shutil.copyfile(binlog, source / binlog.name)
+            assert ingest(str(source), str(warehouse), spark=spark, validation=False).run_id
+    finally:
+        done.set()
+        scanning.join()
+    whole = [sorted((100 + n, k) for n in range(k + 1)) for k in range(READER_RUNS)]
+    mixed = [state for state in seen if state is not None and state not in whole]
+    assert not mixed, f"{len(mixed)} of {len(seen)} scans saw a mixed state, e.g. {mixed[0]}"
+    states = {json.dumps(state) for state in seen if state is not None}
+    assert len(states) >= 3 and json.dumps(whole[-1]) in states, f"the scans saw {len(states)} states"

@@ -12,8 +12,9 @@ run completes. A last run reads the complete files.
 The warehouse must then hold exactly what one clean run over the complete
 files gives: the same ``changes`` and ``current`` rows, no duplicate
 ``(_binlog_seq, _binlog_pos, _binlog_inner_offset, _row_index)``, none missing,
-the same checkpoint, and no run or journal left behind; the Iceberg tables of
-the catalog hold what the metadata folders hold, each row once.
+the same checkpoint, and no run or journal left behind; the tables are read
+through the Iceberg catalog, and the metadata tables runs append to hold what
+their folders hold, each row once.
 
 The moments are drawn from a seeded generator (``BINLAKE_FAULTS_SEED``); the
 assertions hold whatever moment a kill lands on. The
@@ -36,7 +37,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binlog_codec.reader import BinlogReader
@@ -139,27 +139,13 @@ def write_source(source: Path, state: dict[str, int]) -> None:
 
 
 def rows(warehouse: Path, area: str) -> dict[str, list[dict]]:
-    """Per table of ``area`` (``changes`` or ``current``), its rows with their partition
-    columns. Each file is read by column name: the files of runs before and after an ALTER
-    TABLE hold different columns, and a table is read as Spark's mergeSchema and DuckDB's
-    union_by_name read it (a dataset of the first file's schema would drop the new column)."""
-    tables = {}
-    for folder in sorted((warehouse / area).glob("*/*")):
-        parts = [
-            with_partition_columns(pq.read_table(file), file.relative_to(folder))
-            for file in sorted(folder.rglob("*.parquet"))
-            if not any(part.startswith((".", "_")) for part in file.relative_to(folder).parts)
-        ]
-        tables[f"{folder.parent.name}.{folder.name}"] = pa.concat_tables(parts, promote_options="permissive").to_pylist()
-    return tables
-
-
-def with_partition_columns(table: pa.Table, relative: Path) -> pa.Table:
-    """``table`` with a column for each ``name=value`` folder of the file's ``relative`` path."""
-    for folder in relative.parent.parts:
-        name, _, value = folder.partition("=")
-        table = table.append_column(name, pa.array([value] * table.num_rows, pa.string()))
-    return table
+    """Per source table, the rows of its ``changes`` or ``current`` (``area``), read through the
+    Iceberg catalog as users read them."""
+    tables = catalog.open_catalog(warehouse)
+    name = catalog.changes_table if area == "changes" else catalog.current_table
+    return {f"{database}.{table}": catalog.read(warehouse, name(database, table)).to_pylist()
+            for (database,) in tables.list_namespaces() if database != catalog.NAMESPACE
+            for table in catalog.tables_of_database(warehouse, database)}
 
 
 def as_multiset(table_rows: list[dict]) -> Counter:

@@ -29,7 +29,7 @@ from mariadb_workload import (
     switching_statements,
     warehouse_rows,
 )
-from spark_jobs import publish
+from spark_jobs import catalog, publish
 from spark_jobs.ingest import ingest
 
 pytestmark = pytest.mark.integration
@@ -125,9 +125,9 @@ def test_two_runs_split_at_a_file_boundary_give_the_same_tables(spark, source, w
             once = sorted(table_rows(warehouse, area, table.name), key=key)
             assert ours == once, (table.name, area)
     # one row per table version, whichever run saw it first or last (the runs' ordinals aside)
-    versions = [[{k: v for k, v in row.items() if k not in ("first_run", "last_run")}
-                 for row in pq.read_table(root / "metadata" / "table_schemas").to_pylist()] for root in (root, warehouse)]
+    tables = [catalog.read(each, catalog.identifier("table_schemas")).to_pylist() for each in (root, warehouse)]
+    versions = [[{k: v for k, v in row.items() if k not in ("first_run", "last_run")} for row in rows] for rows in tables]
     assert versions[0] == versions[1] and len({v["schema_id"] for v in versions[0]}) == len(versions[0])
-    runs = pq.read_table(root / "metadata" / "table_schemas").to_pylist()
+    runs = tables[0]
     assert {(row["first_run"], row["last_run"]) for row in runs} <= {(0, 0), (0, 1), (1, 1)}
     assert publish.read_checkpoint(root)[str(partial_source.resolve())]["file"] == files[-1].name

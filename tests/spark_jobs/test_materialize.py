@@ -598,7 +598,7 @@ def spark_history() -> tuple[list[pa.Table], list[pa.Table]]:
 def test_spark_matches_the_in_memory_fold_and_reruns_give_the_same_files(spark, tmp_path):
     first, second = spark_history()
     run1 = materialize(spark, write_staged(tmp_path / "stage1", first), database="shop", table="items",
-                       key_columns=["id"], current=str(tmp_path / "warehouse/current/shop/items"),
+                       key_columns=["id"], current=[],
                        target=str(tmp_path / "run1"), run_name="run-1", rows_per_file=3)
     # 3 buckets of about 3 rows for memory, made 4 for the two slots
     assert 1 < len(run1.changes_files) <= 4 and 1 < len(run1.current_files) <= 4
@@ -608,7 +608,7 @@ def test_spark_matches_the_in_memory_fold_and_reruns_give_the_same_files(spark, 
     assert comparable(read_files(run1.current_files), run1.merged) == comparable(memory1.current, memory1.merged)
 
     staged2 = write_staged(tmp_path / "stage2", second)
-    current = str(tmp_path / "run1/current/shop/items")
+    current = run1.current_files
     run2 = materialize(spark, staged2, database="shop", table="items", key_columns=["id"], current=current,
                        target=str(tmp_path / "run2"), run_name="run-2", partitions=4)  # the key chain crosses buckets
     memory2 = materialize_tables(second, ["id"], memory1.current)
@@ -638,7 +638,7 @@ def test_spark_fixture_without_primary_key(spark, tmp_path):
     """Every update of a table without a key changes its key: chains of key changes through Spark."""
     batches = fixture_batches(CRC32, "simu_file_dev", "file")
     result = materialize(spark, write_staged(tmp_path / "stage", batches), database="simu_file_dev", table="file",
-                         key_columns=None, current=None, target=str(tmp_path / "run"), run_name="r", partitions=3)
+                         key_columns=None, current=[], target=str(tmp_path / "run"), run_name="r", partitions=3)
     memory = materialize_tables(batches, None)
     assert result.key_changes == 18 and not result.unique_key
     assert comparable(read_files(result.changes_files), result.merged) == comparable(
@@ -653,7 +653,7 @@ def test_spark_buckets_keep_every_key_whole(spark, tmp_path):
     first = staged([log.insert(id=i, name=f"n{i}", qty=i, photo=None) for i in range(1, 41)])
     second = staged([log.update({"id": i}, {"qty": -i}) for i in range(1, 41, 3)] + [log.delete(id=i) for i in range(2, 41, 5)])
     result = materialize(spark, write_staged(tmp_path / "stage", [first, second]), database="shop", table="items",
-                         key_columns=["id"], current=None, target=str(tmp_path / "run"), run_name="r", partitions=3)
+                         key_columns=["id"], current=[], target=str(tmp_path / "run"), run_name="r", partitions=3)
     memory = materialize_tables([first, second], ["id"])
     assert result.key_changes == 0 and len(result.changes_files) == 3 and in_log_order(result.changes_files)
     assert comparable(read_files(result.changes_files), result.merged) == comparable(memory.changes, memory.merged)

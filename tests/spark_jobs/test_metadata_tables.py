@@ -1,4 +1,4 @@
-"""The warehouse reads the same in pyarrow, DuckDB and Spark, and its metadata agrees with ``binlog-codec``.
+"""The warehouse reads the same in pyiceberg, DuckDB and Spark, and its metadata agrees with ``binlog-codec``.
 
 One ingest run per fixture binlog into a fresh warehouse: each is another
 server's log, so each is copied into a source folder of its own (as
@@ -7,8 +7,8 @@ warehouse) and ingested as a stream of its own. Then:
 
 * every metadata table (``table_schemas``, ``transactions``, ``schema_changes``, ``runs``) and
   every table's ``changes`` and ``current`` give the same column names, row
-  count and values in ``pyarrow.dataset``, DuckDB's ``read_parquet(...,
-  hive_partitioning = true)`` and ``spark.read.parquet``, compared in a
+  count and values read through the Iceberg catalog by pyiceberg, by DuckDB's
+  ``iceberg_scan`` and by ``spark.read.parquet`` of the snapshot's files, compared in a
   canonical form that keeps each value's kind (decimal, timestamp with or
   without zone, date, bytes);
 * ``metadata/table_schemas`` holds one row per distinct table version that
@@ -43,9 +43,6 @@ from datetime import date, datetime, time, timezone
 from decimal import Decimal
 from pathlib import Path
 
-import duckdb
-import pyarrow as pa
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import types as T
@@ -57,7 +54,6 @@ from fixture_facts import path
 from spark_jobs import catalog, publish
 from spark_jobs.lock import LOCK_FILE
 from spark_jobs.ingest import ingest
-from spark_jobs.layout import name_of
 from spark_jobs.schema_history import change_rows
 
 # Fixture binlogs in log order, each copied in as mysql-bin.<n>, and what each brings.
@@ -74,7 +70,7 @@ SOURCES = [
 METADATA_TABLES = ("table_schemas", "transactions", "schema_changes", "runs")
 # The second fixture's CREATE TABLE t removes the rows of the first's; its insert, update and
 # delete leave none.
-EMPTY = {"current/mysql/t"}
+EMPTY = {("mysql", "t")}
 PARTITION_COLUMNS = {"commit_date"}
 # What binlog-codec metadata --json says about a column, compared with table_schemas as it is.
 COLUMN_FIELDS = (
@@ -185,20 +181,17 @@ def canonical_rows(rows: list[dict]) -> list[str]:
     return sorted(as_key({name: canonical(value, name) for name, value in row.items()}) for row in rows)
 
 
-def read_pyarrow(folder: Path) -> tuple[list[str], list[dict]]:
-    """The files of a folder by column name (a table's runs may have written other columns)."""
-    found = ds.dataset(folder, format="parquet", partitioning="hive")
-    files = pa.unify_schemas([fragment.physical_schema for fragment in found.get_fragments()])
-    schema = pa.unify_schemas([files, found.schema])  # and the partition column, last
-    table = ds.dataset(folder, format="parquet", partitioning="hive", schema=schema).to_table()
-    return table.column_names, table.to_pylist(maps_as_pydicts="strict")
+def read_pyiceberg(warehouse: Path, table: tuple[str, str]) -> tuple[list[str], list[dict]]:
+    """A table as pyiceberg reads it through the catalog."""
+    rows = catalog.read(warehouse, table)
+    return rows.column_names, rows.to_pylist(maps_as_pydicts="strict")
 
 
-def read_duckdb(folder: Path) -> tuple[list[str], list[dict]]:
-    with duckdb.connect() as connection:
+def read_duckdb(warehouse: Path, table: tuple[str, str]) -> tuple[list[str], list[dict]]:
+    """A table as DuckDB's Iceberg reader reads it."""
+    with catalog.duckdb_connection() as connection:
         connection.execute("SET TimeZone = 'UTC'")
-        relation = connection.sql(
-            f"SELECT * FROM read_parquet('{folder}/**/*.parquet', hive_partitioning = true, union_by_name = true)")
+        relation = connection.sql(f"SELECT * FROM iceberg_scan('{catalog.metadata_location(warehouse, table)}')")
         names = list(relation.columns)
         return names, [dict(zip(names, row)) for row in relation.fetchall()]
 
@@ -219,8 +212,9 @@ def spark_value(value, data_type: T.DataType):
     return value
 
 
-def read_spark(spark, folder: Path) -> tuple[list[str], list[dict]]:
-    frame = spark.read.option("mergeSchema", "true").parquet(str(folder))
+def read_spark(spark, warehouse: Path, table: tuple[str, str]) -> tuple[list[str], list[dict]]:
+    """A table as Spark reads the files of its snapshot, by column name."""
+    frame = spark.read.option("mergeSchema", "true").parquet(*catalog.data_files(warehouse, table))
     return frame.columns, [spark_value(row, frame.schema) for row in frame.collect()]
 
 
@@ -277,47 +271,48 @@ def flavour_of(codec_file: dict) -> str:
 
 
 def metadata_rows(warehouse: Path, table: str) -> list[dict]:
-    return read_pyarrow(warehouse / "metadata" / table)[1]
+    return read_pyiceberg(warehouse, catalog.identifier(table))[1]
 
 
-def table_folders(warehouse: Path, area: str) -> list[Path]:
-    return sorted(p for p in (warehouse / area).glob("*/*") if p.is_dir())
+def source_tables(warehouse: Path) -> list[tuple[str, str]]:
+    """The source tables of the warehouse (those with a ``current`` table in the catalog)."""
+    tables = catalog.open_catalog(warehouse)
+    return sorted((database, name) for (database,) in tables.list_namespaces() if database != catalog.NAMESPACE
+                  for name in catalog.tables_of_database(warehouse, database))
 
 
 def changes_rows(warehouse: Path) -> dict[tuple[str, str], int]:
     """Per table, the rows of its ``changes``."""
-    return {
-        (name_of(folder.parent.name), name_of(folder.name)): ds.dataset(folder, partitioning="hive").count_rows()
-        for folder in table_folders(warehouse, "changes")
-    }
+    return {table: catalog.read(warehouse, catalog.changes_table(*table)).num_rows for table in source_tables(warehouse)}
 
 
 # -- every table, three readers ----------------------------------------------------------
 
 
-def folders_of(warehouse: Path, area: str) -> list[Path]:
+def tables_of(warehouse: Path, area: str) -> list[tuple[str, str]]:
     if area == "metadata":
-        return [warehouse / "metadata" / table for table in METADATA_TABLES]
-    return table_folders(warehouse, area)
+        return [catalog.identifier(table) for table in METADATA_TABLES]
+    name = catalog.changes_table if area == "changes" else catalog.current_table
+    return [name(*table) for table in source_tables(warehouse)]
 
 
 @pytest.mark.parametrize("area", ["metadata", "changes", "current"])
-def test_pyarrow_duckdb_and_spark_read_the_same(spark, warehouse, area):
-    folders = folders_of(warehouse, area)
-    assert len(folders) == (len(METADATA_TABLES) if area == "metadata" else 7)
-    for folder in folders:
-        where = folder.relative_to(warehouse)
-        names, rows = read_pyarrow(folder)
-        assert bool(rows) != (str(where) in EMPTY), f"{where}: {len(rows)} rows"
+def test_pyiceberg_duckdb_and_spark_read_the_same(spark, warehouse, area):
+    tables = tables_of(warehouse, area)
+    assert len(tables) == (len(METADATA_TABLES) if area == "metadata" else 7)
+    for table in tables:
+        where = ".".join(table)
+        names, rows = read_pyiceberg(warehouse, table)
+        assert bool(rows) != (table in EMPTY), f"{where}: {len(rows)} rows"
         expected = canonical_rows(rows)
         for reader, (other_names, other_rows) in {
-            "DuckDB": read_duckdb(folder),
-            "Spark": read_spark(spark, folder),
+            "DuckDB": read_duckdb(warehouse, table),
+            "Spark": read_spark(spark, warehouse, table),
         }.items():
             assert other_names == names, f"{where}: {reader} reads other columns"
-            assert len(other_rows) == len(rows), f"{where}: {reader} reads {len(other_rows)} rows, pyarrow {len(rows)}"
+            assert len(other_rows) == len(rows), f"{where}: {reader} reads {len(other_rows)} rows, pyiceberg {len(rows)}"
             different = [(a, b) for a, b in zip(expected, canonical_rows(other_rows)) if a != b]
-            assert not different, f"{where}: {reader} reads other values; first (pyarrow, {reader}): {different[0]}"
+            assert not different, f"{where}: {reader} reads other values; first (pyiceberg, {reader}): {different[0]}"
 
 
 # -- table_schemas ------------------------------------------------------------------------
@@ -393,8 +388,8 @@ def test_table_schemas_arrow_types_are_the_changes_column_types(warehouse):
     """Each table version's types are those of the ``changes`` files holding its rows (files of
     different runs keep their own version's columns)."""
     for row in metadata_rows(warehouse, "table_schemas"):
-        folder = warehouse / "changes" / row["database"] / row["table"]
-        holding = [file for file in sorted(folder.rglob("*.parquet"))
+        files = catalog.data_files(warehouse, catalog.changes_table(row["database"], row["table"]))
+        holding = [file for file in files
                    if row["schema_id"] in pq.read_table(file, columns=["_schema_id"])["_schema_id"].to_pylist()]
         assert holding, row["schema_id"]
         for schema in (pq.read_schema(file) for file in holding):

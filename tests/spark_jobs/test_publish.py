@@ -16,11 +16,12 @@ from spark_jobs import catalog, publish
 
 @pytest.fixture(autouse=True)
 def syncs(monkeypatch) -> list[tuple]:
-    """Each catalog sync a commit asks for: (warehouse, run id, checkpoint given, checkpoint in place)."""
+    """Each catalog sync a commit asks for: (warehouse, run id, checkpoint given, checkpoint in place,
+    table commits)."""
     asked = []
 
-    def record(warehouse: Path, run_id: str, checkpoint: dict) -> dict:
-        asked.append((Path(warehouse), run_id, checkpoint, publish.read_checkpoint(warehouse)))
+    def record(warehouse: Path, run_id: str, checkpoint: dict, commits: list) -> dict:
+        asked.append((Path(warehouse), run_id, checkpoint, publish.read_checkpoint(warehouse), commits))
         return {}
 
     monkeypatch.setattr(catalog, "sync", record)
@@ -40,9 +41,9 @@ def make_run(root: Path, run: str, current_rows: str, checkpoint_pos: int) -> Pa
     folder = root / "runs" / run
     files = {
         f"changes/shop/orders/commit_date=2026-11-21/part-1-{run}.parquet": f"changes of {run}",
-        f"current/shop/orders/part-0.parquet": current_rows,
+        f"current/shop/orders/{run}-0.parquet": current_rows,
         f"metadata/transactions/part-1-{run}.parquet": f"transactions of {run}",
-        f"metadata/runs/{run}.json": json.dumps({"run": run}),
+        f"metadata/runs/{run}.parquet": json.dumps({"run": run}),
         "metadata/checkpoint.json": json.dumps({"source": {"file": "mariadb-bin.000001", "pos": checkpoint_pos}}),
     }
     for name, text in files.items():
@@ -56,15 +57,14 @@ def warehouse(tmp_path) -> Path:
     """A warehouse with a first run committed."""
     root = tmp_path / "warehouse"
     publish.commit(root, make_run(tmp_path, "r1", "state after r1", 1000), "r1")
-    (root / "current/shop/orders/stale-from-r0.parquet").write_text("only in the old current")
     return root
 
 
-def test_commit_adds_changes_replaces_current_and_advances_the_checkpoint(tmp_path, warehouse):
+def test_commit_moves_the_files_beside_the_earlier_runs_and_advances_the_checkpoint(tmp_path, warehouse):
     publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
     files = tree(warehouse)
-    assert files["current/shop/orders/part-0.parquet"] == "state after r2"
-    assert "current/shop/orders/stale-from-r0.parquet" not in files  # replaced whole, not merged
+    assert files["current/shop/orders/r2-0.parquet"] == "state after r2"
+    assert files["current/shop/orders/r1-0.parquet"] == "state after r1"  # for the older snapshot, until maintenance
     assert {name for name in files if name.startswith("changes/")} == {
         "changes/shop/orders/commit_date=2026-11-21/part-1-r1.parquet",
         "changes/shop/orders/commit_date=2026-11-21/part-1-r2.parquet",
@@ -75,24 +75,40 @@ def test_commit_adds_changes_replaces_current_and_advances_the_checkpoint(tmp_pa
 
 def test_the_catalog_syncs_the_run_before_its_checkpoint_moves(tmp_path, warehouse, syncs):
     publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
-    assert [(run, given, in_place) for _, run, given, in_place in syncs[-1:]] == [
+    assert [(run, given, in_place) for _, run, given, in_place, _ in syncs[-1:]] == [
         ("r2", {"source": {"file": "mariadb-bin.000001", "pos": 2000}},
          {"source": {"file": "mariadb-bin.000001", "pos": 1000}})]
 
 
-def test_the_checkpoint_moves_last_and_current_folders_whole(tmp_path):
-    moves = publish.plan_moves(make_run(tmp_path, "r2", "rows", 2000))
+def test_the_run_replaces_current_and_appends_to_changes_and_metadata(tmp_path, warehouse, syncs):
+    publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
+    assert [each.to_json() for each in syncs[-1][-1]] == [
+        {"table": ["_binlake", "runs"], "files": ["metadata/runs/r2.parquet"], "replaced": [], "whole": False},
+        {"table": ["_binlake", "transactions"], "files": ["metadata/transactions/part-1-r2.parquet"], "replaced": [],
+         "whole": False},
+        {"table": ["shop", "orders"], "files": ["current/shop/orders/r2-0.parquet"], "replaced": ["current/shop/orders"],
+         "whole": True},
+        {"table": ["shop", "orders__changes"], "files": ["changes/shop/orders/commit_date=2026-11-21/part-1-r2.parquet"],
+         "replaced": [], "whole": False},
+    ]
+
+
+def test_a_backfill_replaces_its_days_of_changes(tmp_path, warehouse, syncs):
+    publish.commit(warehouse, make_run(tmp_path, "b1", "not published", 1000), "b1", replaced=(publish.DAY_PARTITIONS,))
+    [changes] = [each for each in syncs[-1][-1] if each.table == ("shop", "orders__changes")]
+    assert changes.replaced == ["changes/shop/orders/commit_date=2026-11-21"] and not changes.whole
+
+
+def test_the_checkpoint_moves_last(tmp_path):
+    moves = publish.plan(make_run(tmp_path, "r2", "rows", 2000)).moves
     assert [m.target for m in moves][-1] == str(publish.CHECKPOINT)
-    assert [(m.target, m.replace_folder) for m in moves if m.replace_folder] == [("current/shop/orders", True)]
     assert len(moves) == 5
 
 
 def test_the_same_run_twice_adds_no_duplicates(tmp_path, warehouse):
     before = tree(warehouse)
     publish.commit(warehouse, make_run(tmp_path / "again", "r1", "state after r1", 1000), "r1")
-    after = tree(warehouse)
-    del before["current/shop/orders/stale-from-r0.parquet"]
-    assert after == before
+    assert tree(warehouse) == before
 
 
 def test_a_run_that_dies_before_its_commit_leaves_nothing_visible(tmp_path, warehouse):

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mariadb import GTID_RE, run_mariadb_binlog
+from spark_jobs import catalog
 from spark_jobs.ingest import ingest
 
 pytestmark = pytest.mark.integration
@@ -185,9 +186,7 @@ def test_schema_changes_are_the_logged_ddl_exactly(workload, warehouse):
 
 def test_table_versions_name_the_statement_that_made_them(workload, warehouse):
     positions = {event["statement"]: f"{event['file']}:{event['pos']}" for event in reference_ddl(workload[0])}
-    versions = pa.concat_tables(
-        pq.read_table(f) for f in sorted((warehouse / "metadata" / "table_schemas").glob("*.parquet"))
-    ).to_pylist()
+    versions = catalog.read(warehouse, catalog.identifier("table_schemas")).to_pylist()
     mine = sorted((v for v in versions if v["database"] == DATABASE),
                   key=lambda v: (v["first_seq"], v["first_pos"]))
     assert [(v["table"], v["ddl"], v["ddl_position"]) for v in mine] == [

@@ -25,9 +25,8 @@ import duckdb
 import pytest
 
 from mariadb import MariaDBServer, free_port
-from spark_jobs import publish
+from spark_jobs import catalog, publish
 from spark_jobs.ingest import RUNS_FOLDER, ingest
-from spark_jobs.layout import table_folder
 from spark_jobs.positions import ContinuityError
 from spark_jobs.streams import AlreadyIngested, GtidHole, GtidsReused
 
@@ -70,10 +69,11 @@ def archive(server: MariaDBServer, names: list[str], folder: Path) -> Path:
 
 
 def current(warehouse: Path, table: str) -> list[tuple]:
-    """``current`` of a table as users read it (DuckDB over its Parquet files), as text, sorted."""
-    folder = table_folder(warehouse, "current", DATABASE, table)
-    query = f"SELECT {TABLES[table]} FROM read_parquet('{folder}/**/*.parquet', union_by_name = true)"
-    return sorted(tuple(str(value) for value in row) for row in duckdb.sql(query).fetchall())
+    """``current`` of a table as users read it (DuckDB's Iceberg reader, through the catalog), as
+    text, sorted."""
+    location = catalog.metadata_location(warehouse, catalog.current_table(DATABASE, table))
+    query = f"SELECT {TABLES[table]} FROM iceberg_scan('{location}')"
+    return sorted(tuple(str(value) for value in row) for row in catalog.duckdb_connection().sql(query).fetchall())
 
 
 def on_server(server: MariaDBServer, table: str) -> list[tuple]:
@@ -214,7 +214,8 @@ def test_failover_to_the_promoted_replica_goes_on_by_gtid_each_transaction_once(
     assert result.skipped_transactions > 0 and result.continuity == "gtid"
     assert_current_is_the_server(warehouse, replica)
     assert ("1000", "never archived") in current(warehouse, "events")
-    changes = f"read_parquet('{table_folder(warehouse, 'changes', DATABASE, 'events')}/**/*.parquet', union_by_name = true)"
-    twice = duckdb.sql(f"SELECT _gtid, COUNT(*) FROM {changes} GROUP BY _gtid HAVING COUNT(*) > 1").fetchall()
+    changes = f"iceberg_scan('{catalog.metadata_location(warehouse, catalog.changes_table(DATABASE, 'events'))}')"
+    reader = catalog.duckdb_connection()
+    twice = reader.sql(f"SELECT _gtid, COUNT(*) FROM {changes} GROUP BY _gtid HAVING COUNT(*) > 1").fetchall()
     assert twice == []  # each transaction inserts one events row: each GTID once
-    assert duckdb.sql(f"SELECT COUNT(*) FROM {changes}").fetchall() == [(len(on_server(replica, "events")),)]
+    assert reader.sql(f"SELECT COUNT(*) FROM {changes}").fetchall() == [(len(on_server(replica, "events")),)]
