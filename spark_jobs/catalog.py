@@ -56,6 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from spark_jobs import imports
 from spark_jobs.layout import name_of, path_part
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,12 @@ def _shown(uri: str) -> str:
     from sqlalchemy.engine import make_url
 
     return make_url(uri).render_as_string(hide_password=True)
+
+
+def import_in_background():
+    """Start importing pyiceberg (a second of CPU) in a thread, for a run that will read or
+    commit the catalog once it has decoded its binlogs (:func:`spark_jobs.imports.in_background`)."""
+    return imports.in_background("pyiceberg.catalog.sql", "pyiceberg.io.pyarrow")
 
 
 def open_catalog(warehouse: Path):

@@ -675,6 +675,7 @@ def ingest(
     """One run over ``source`` into ``warehouse``: :func:`prepare`, :func:`validate_run` (unless
     ``validation`` is off), :func:`publish_run`. A run that does not publish leaves its refusal or
     failure (:mod:`spark_jobs.refusals`), for the binlake view."""
+    catalog.import_in_background()  # pyiceberg and Great Expectations: while the run decodes
     if validation:
         from spark_jobs.validate import import_in_background
 

@@ -54,7 +54,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from spark_jobs import tasks
+from spark_jobs import imports, tasks
 from spark_jobs.change_profile import PROFILE_COLUMNS, COUNTS, measurement, profile_table
 from spark_jobs.data_docs import make_self_contained
 from spark_jobs.expectations import REPORTED, failure_line, table_expectations, verdict
@@ -144,17 +144,12 @@ def validate(spark, run_folder: Path, warehouse: Path, run_id: str, *, facts: Pa
     return outcome
 
 
-_IMPORTING: list[threading.Thread] = []  # the import started by import_in_background, if any
-
-
 def import_in_background() -> threading.Thread:
-    """Start importing Great Expectations in a thread (it takes seconds of CPU; not while the JVM
-    starts, which needs the CPU too), so that a run's validation does not wait for it; the
-    thread is returned started. Once per process: a later call returns the first thread."""
-    if not _IMPORTING:
-        _IMPORTING.append(threading.Thread(target=_import_gx, name="import great_expectations", daemon=True))
-        _IMPORTING[0].start()
-    return _IMPORTING[0]
+    """Start importing Great Expectations in a thread (:func:`spark_jobs.imports.in_background`;
+    it takes seconds of CPU: not while the JVM starts, which needs the CPU too), so that a run's
+    validation does not wait for it."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "False")
+    return imports.in_background("great_expectations")
 
 
 def _import_gx() -> None:
