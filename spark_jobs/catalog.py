@@ -128,11 +128,11 @@ def open_catalog(warehouse: Path):
     warehouse = Path(warehouse).resolve()
     (warehouse / FOLDER).mkdir(parents=True, exist_ok=True)
     try:
-        return SqlCatalog("binlake", uri=uri_of(warehouse), warehouse=(warehouse / FOLDER).as_uri())
+        return SqlCatalog("binlake", uri=uri_of(warehouse), warehouse=file_uri(str(warehouse / FOLDER)))
     except OperationalError as exc:  # a reader and a writer both creating the catalog's tables
         if "already exists" not in str(exc):
             raise
-        return SqlCatalog("binlake", uri=uri_of(warehouse), warehouse=(warehouse / FOLDER).as_uri())
+        return SqlCatalog("binlake", uri=uri_of(warehouse), warehouse=file_uri(str(warehouse / FOLDER)))
 
 
 @contextmanager
@@ -267,10 +267,15 @@ def tables_of_database(warehouse: Path, database: str) -> list[str]:
     """The names of the source tables of ``database`` with a ``current`` table in the catalog."""
     if not has_catalog(warehouse):
         return []
+    from pyiceberg.exceptions import NoSuchNamespaceError
+
     with _answering(warehouse, f"listing the tables of {database}"), connected(warehouse) as catalog:
-        if (database,) not in catalog.list_namespaces():
+        try:
+            found = catalog.list_tables((database,))
+        except NoSuchNamespaceError:
             return []
-        return sorted(name for _, name in catalog.list_tables(database) if not name.endswith(CHANGES))
+        # the last part: a SQL catalog splits a namespace that holds a dot
+        return sorted(name[-1] for name in found if not name[-1].endswith(CHANGES))
 
 
 def _referenced(table) -> dict:
@@ -389,7 +394,7 @@ def _creating(catalog, warehouse: Path, table: tuple[str, str], schema: pa.Schem
     log.info("creating the Iceberg table %s", ".".join(table))
     catalog.create_namespace_if_not_exists(table[0])
     location = warehouse / FOLDER / path_part(table[0]) / path_part(table[1])
-    return catalog.create_table_transaction(table, schema=schema, location=location.as_uri())
+    return catalog.create_table_transaction(table, schema=schema, location=file_uri(str(location)))
 
 
 def _unified(schemas: list[pa.Schema]) -> pa.Schema:

@@ -45,7 +45,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
-from spark_jobs.catalog import FOLDER, open_catalog
+from spark_jobs.catalog import FOLDER, local_path, open_catalog
 from spark_jobs.lock import warehouse_lock
 from spark_jobs.positions import binlog_name_of, log_order
 from spark_jobs.publish import JOURNAL, read_checkpoint
@@ -86,11 +86,6 @@ def tables(catalog) -> Iterator[tuple[str, object]]:
     for namespace in catalog.list_namespaces():
         for identifier in catalog.list_tables(namespace):
             yield ".".join(identifier), catalog.load_table(identifier)
-
-
-def _local(uri: str) -> str:
-    """The local path of a ``file://`` location, as the catalog writes them (not percent-encoded)."""
-    return uri.removeprefix("file://")
 
 
 # -- 1. snapshots -------------------------------------------------------------
@@ -138,7 +133,7 @@ def remove_orphan_files(warehouse: Path, older_than: timedelta = ORPHAN_AGE,
         protected = journal_paths(warehouse)
         owners, referenced, removed = {}, set(), {}
         for name, table in tables(open_catalog(warehouse)):
-            files = {_local(uri) for uri in table.inspect.all_files()["file_path"].to_pylist()}
+            files = {local_path(uri) for uri in table.inspect.all_files()["file_path"].to_pylist()}
             referenced |= files
             owners.update({folder: name for folder in (table_folder(warehouse, f) for f in files) if folder})
             removed[name] = _orphan_metadata(warehouse, name, table, cutoff, dry_run)
@@ -192,7 +187,7 @@ def _orphan_metadata(warehouse: Path, name: str, table, cutoff: float, dry_run: 
     before ``cutoff``, removed. A table whose metadata is not under the warehouse's ``_iceberg/``
     is left alone."""
     removed = Removed()
-    folder = Path(_local(table.metadata.location)) / "metadata"
+    folder = Path(local_path(table.metadata.location)) / "metadata"
     if not folder.is_relative_to(warehouse / FOLDER):
         log.warning("%s: its metadata is in %s, outside the warehouse: left alone", name, folder)
         return removed
@@ -212,7 +207,7 @@ def metadata_files(table) -> set[str]:
     uris |= {snapshot.manifest_list for snapshot in metadata.snapshots}
     uris |= set(table.inspect.all_manifests()["path"].to_pylist())
     uris |= {each.statistics_path for each in metadata.statistics + metadata.partition_statistics}
-    return {_local(uri) for uri in uris}
+    return {local_path(uri) for uri in uris}
 
 
 def _log_unknown_metadata(warehouse: Path, removed: dict[str, Removed]) -> None:

@@ -26,6 +26,7 @@ import pytest
 from mariadb import REPO_ROOT
 from spark_jobs import catalog, publish
 from spark_jobs.ingest import ingest
+from spark_jobs.layout import path_part
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 
@@ -294,3 +295,14 @@ def test_a_reader_scanning_current_while_runs_commit_sees_only_whole_runs(spark,
     assert not mixed, f"{len(mixed)} of {len(seen)} scans saw a mixed state, e.g. {mixed[0]}"
     states = {json.dumps(state) for state in seen if state is not None}
     assert len(states) >= 3 and json.dumps(whole[-1]) in states, f"the scans saw {len(states)} states"
+
+
+@pytest.mark.parametrize("database, table", [("my db", "a/b%c"), ("dotted.db", "t.1")])
+def test_names_a_path_cannot_hold_are_tables_every_reader_finds(tmp_path, database, table):
+    relative = f"current/{path_part(database)}/{path_part(table)}/r1-0.parquet"
+    commit_files(tmp_path, "r1", {relative: pa.table({"a": [1]})})
+    assert catalog.data_files(tmp_path, (database, table)) == [str(tmp_path / relative)]
+    assert catalog.tables_of_database(tmp_path, database) == [table]
+    assert catalog_rows(tmp_path, (database, table)) == [{"a": 1}]
+    location = catalog.metadata_location(tmp_path, (database, table))
+    assert catalog.duckdb_connection().sql(f"SELECT a FROM iceberg_scan('{location}')").fetchall() == [(1,)]
