@@ -355,6 +355,47 @@ def sync(warehouse: Path, run_id: str, checkpoint: dict, commits: list[TableComm
     return added
 
 
+ADOPTED = "adopted"  # the run id of the snapshots that register a warehouse written before the catalog held every table
+
+
+def adopt(warehouse: Path, checkpoint: dict) -> dict[str, int]:
+    """Register the tables a warehouse written by an earlier version of binlake holds only as
+    folders (``current/<db>/<table>/``, ``changes/<db>/<table>/``, ``metadata/table_schemas/``),
+    every file of them: that version replaced those folders whole, so they hold nothing else.
+    Called after the journals are finished (:func:`spark_jobs.publish.recover`): a table's
+    folder without a table in the catalog is then such a folder. Returns the files registered
+    per table (none once every table is registered)."""
+    warehouse = Path(warehouse).resolve()
+    folders = {folder: table_of(f"{folder.relative_to(warehouse).as_posix()}/x.parquet")[0]
+               for folder in [*warehouse.glob("current/*/*"), *warehouse.glob("changes/*/*"),
+                              warehouse / "metadata" / "table_schemas"] if folder.is_dir()}
+    known = _known_tables(warehouse, {table[0] for table in folders.values()})
+    files = [path.relative_to(warehouse).as_posix() for folder, table in sorted(folders.items()) if table not in known
+             for path in sorted(folder.rglob("*.parquet"))]
+    commits = plan_tables(files)
+    if not commits:
+        return {}
+    log.warning("registering %d tables this warehouse holds only as folders (written by an earlier version): %s",
+                len(commits), ", ".join(".".join(each.table) for each in commits))
+    return sync(warehouse, ADOPTED, checkpoint, commits)
+
+
+def _known_tables(warehouse: Path, namespaces: set[str]) -> set[tuple[str, str]]:
+    """The tables of ``namespaces`` the warehouse's catalog holds."""
+    from pyiceberg.exceptions import NoSuchNamespaceError
+
+    if not has_catalog(warehouse) or not namespaces:
+        return set()
+    known = set()
+    with _answering(warehouse, "listing its tables"), connected(warehouse) as catalog:
+        for namespace in namespaces:
+            try:
+                known |= {(namespace, name[-1]) for name in catalog.list_tables((namespace,))}
+            except NoSuchNamespaceError:
+                pass
+    return known
+
+
 def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[str, str]) -> int:
     """One snapshot of ``commit``'s table (see :func:`sync`); the number of files added. A new
     table is created by the same catalog commit as its first snapshot: no reader sees it empty."""

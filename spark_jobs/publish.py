@@ -116,12 +116,15 @@ def commit(warehouse: Path, run_folder: Path, run_id: str, replaced: tuple[str, 
 
 
 def recover(warehouse: Path) -> list[str]:
-    """Finish every commit a dead process left half done; returns their run ids."""
+    """Finish every commit a dead process left half done; returns their run ids. Then register
+    the tables a warehouse written by an earlier version holds only as folders
+    (:func:`spark_jobs.catalog.adopt`)."""
     finished = []
     for journal in sorted((Path(warehouse) / JOURNAL).glob("*.json")):
         log.warning("finishing the interrupted commit of run %s", journal.stem)
         _apply(Path(warehouse), journal)
         finished.append(journal.stem)
+    catalog.adopt(warehouse, read_checkpoint(warehouse))
     return finished
 
 

@@ -306,3 +306,23 @@ def test_names_a_path_cannot_hold_are_tables_every_reader_finds(tmp_path, databa
     assert catalog_rows(tmp_path, (database, table)) == [{"a": 1}]
     location = catalog.metadata_location(tmp_path, (database, table))
     assert catalog.duckdb_connection().sql(f"SELECT a FROM iceberg_scan('{location}')").fetchall() == [(1,)]
+
+
+def test_a_warehouse_of_the_earlier_layout_has_its_folders_registered_before_its_next_run(spark, tmp_path, one_run):
+    """A warehouse written when ``current``, ``changes`` and ``table_schemas`` were folders only:
+    the next run registers them first, folds onto them, and ends where one run of both files does."""
+    warehouse = tmp_path / "warehouse"
+    ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse)
+    with catalog.connected(warehouse) as tables:  # as the earlier version left it: no such tables
+        for database, table in SOURCE_TABLES:
+            tables.drop_table(catalog.current_table(database, table))
+            tables.drop_table(catalog.changes_table(database, table))
+        tables.drop_table(catalog.identifier("table_schemas"))
+    ingest_file(spark, SAMPLES[1], tmp_path / "source", warehouse)
+    for database, table in SOURCE_TABLES:
+        for name in (catalog.current_table(database, table), catalog.changes_table(database, table)):
+            assert multiset(catalog_rows(warehouse, name)) == multiset(catalog_rows(one_run, name)), name
+        runs = [snapshot.summary.additional_properties[catalog.RUN_ID] for snapshot in
+                catalog.open_catalog(warehouse).load_table(catalog.current_table(database, table)).snapshots()]
+        assert runs[0] == catalog.ADOPTED and len(runs) == 2
+    assert catalog.adopt(warehouse, publish.read_checkpoint(warehouse)) == {}
