@@ -20,8 +20,9 @@ percent-encoded)::
 
 ``schedule=[Asset(...), Asset(...)]`` waits for both tables,
 ``Asset(...) | Asset(...)`` for either. The work itself would read the
-changed table's Parquet files under the warehouse's ``current/`` or
-``changes/`` folders.
+changed table through the warehouse's Iceberg catalog (``<db>.<table>`` or
+``<db>.<table>__changes``; the event's ``run_id`` names the snapshot of the run),
+not by listing its folder.
 """
 
 from __future__ import annotations
