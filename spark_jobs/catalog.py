@@ -79,6 +79,9 @@ CHANGES = "__changes"  # the suffix of a source table's changes table
 FOLDER = "_iceberg"  # the catalog file and the tables' Iceberg metadata, in the warehouse
 RUN_ID, CHECKPOINT = "binlake.run_id", "binlake.checkpoint"
 NAME_MAPPING = "schema.name-mapping.default"
+# an append merges the table's manifests once they are many (pyiceberg's default count, 100), so
+# that a commit's read of them does not grow with every run
+MANIFEST_MERGE = "commit.manifest-merge.enabled"
 
 CONFIG = "catalog.json"
 
@@ -417,9 +420,11 @@ def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[s
         rewritten = _conform_kept(kept, transaction, retyped, summary[RUN_ID]) if retyped and kept else {}
         if transaction.table_metadata.name_mapping() is None:
             transaction.set_properties(**{NAME_MAPPING: transaction.table_metadata.schema().name_mapping.model_dump_json()})
+        if transaction.table_metadata.properties.get(MANIFEST_MERGE) != "true":
+            transaction.set_properties(**{MANIFEST_MERGE: "true"})
         producer = transaction.update_snapshot(snapshot_properties=summary)
         io = load_file_io(catalog.properties, transaction.table_metadata.location)
-        with (producer.overwrite() if removed or rewritten else producer.fast_append()) as snapshot:
+        with (producer.overwrite() if removed or rewritten else producer.merge_append()) as snapshot:
             for data in removed + list(rewritten):
                 snapshot.delete_data_file(data)
             for path in added + list(rewritten.values()):

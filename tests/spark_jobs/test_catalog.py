@@ -326,3 +326,13 @@ def test_a_warehouse_of_the_earlier_layout_has_its_folders_registered_before_its
                 catalog.open_catalog(warehouse).load_table(catalog.current_table(database, table)).snapshots()]
         assert runs[0] == catalog.ADOPTED and len(runs) == 2
     assert catalog.adopt(warehouse, publish.read_checkpoint(warehouse)) == {}
+
+
+def test_the_manifests_of_a_table_runs_append_to_are_merged_once_they_are_many(tmp_path):
+    """Each append adds a manifest, and a commit reads them all: past 100 they are merged."""
+    for run in range(105):
+        commit_files(tmp_path, f"r{run}", {f"changes/d/t/commit_date=1/r{run}-0.parquet": pa.table({"n": [run]})})
+    table = catalog.open_catalog(tmp_path).load_table(("d", "t__changes"))
+    assert len(table.current_snapshot().manifests(table.io)) < 10
+    assert sorted(row["n"] for row in catalog_rows(tmp_path, ("d", "t__changes"))) == list(range(105))
+    assert len(catalog.data_files(tmp_path, ("d", "t__changes"))) == 105
