@@ -337,6 +337,11 @@ class CatalogUnavailable(RuntimeError):
     """The catalog did not take a run's snapshots: the commit waits for it (see :func:`sync`)."""
 
 
+class TableLost(CatalogUnavailable):
+    """The catalog does not know a table whose Iceberg metadata is in the warehouse: its folder
+    cannot be told from a folder of the earlier layout, so nothing is registered (:func:`adopt`)."""
+
+
 def sync(warehouse: Path, run_id: str, checkpoint: dict, commits: list[TableCommit]) -> dict[str, int]:
     """Give each table of ``commits`` whose current snapshot does not hold the commit's files
     one snapshot that does, carrying ``run_id`` and ``checkpoint``; returns the files added per
@@ -373,8 +378,13 @@ def adopt(warehouse: Path, checkpoint: dict) -> dict[str, int]:
                for folder in [*warehouse.glob("current/*/*"), *warehouse.glob("changes/*/*"),
                               warehouse / "metadata" / "table_schemas"] if folder.is_dir()}
     known = _known_tables(warehouse, {table[0] for table in folders.values()})
-    files = [path.relative_to(warehouse).as_posix() for folder, table in sorted(folders.items()) if table not in known
-             for path in sorted(folder.rglob("*.parquet"))]
+    unknown = {folder: table for folder, table in sorted(folders.items()) if table not in known}
+    lost = [".".join(table) for table in unknown.values() if _location(warehouse, table).exists()]
+    if lost:  # a table of this layout the catalog no longer knows: its folder holds older snapshots' files too
+        raise TableLost(f"the catalog {_shown(uri_of(warehouse))} does not know the tables {', '.join(lost)}, whose "
+                        f"Iceberg metadata is in {warehouse / FOLDER}: nothing was published; restore the catalog, or "
+                        "register each table again from its newest metadata file (pyiceberg register_table)")
+    files = [path.relative_to(warehouse).as_posix() for folder in unknown for path in sorted(folder.rglob("*.parquet"))]
     commits = plan_tables(files)
     if not commits:
         return {}
@@ -439,8 +449,12 @@ def _creating(catalog, warehouse: Path, table: tuple[str, str], schema: pa.Schem
     first snapshot."""
     log.info("creating the Iceberg table %s", ".".join(table))
     catalog.create_namespace_if_not_exists(table[0])
-    location = warehouse / FOLDER / path_part(table[0]) / path_part(table[1])
-    return catalog.create_table_transaction(table, schema=schema, location=file_uri(str(location)))
+    return catalog.create_table_transaction(table, schema=schema, location=file_uri(str(_location(warehouse, table))))
+
+
+def _location(warehouse: Path, table: tuple[str, str]) -> Path:
+    """Where the Iceberg metadata of ``table`` lives."""
+    return warehouse / FOLDER / path_part(table[0]) / path_part(table[1])
 
 
 def _unified(schemas: list[pa.Schema]) -> pa.Schema:

@@ -129,7 +129,11 @@ def recover(warehouse: Path) -> list[str]:
 
 
 def _apply(warehouse: Path, journal: Path) -> None:
-    planned = Plan.from_json(json.loads(journal.read_text(encoding="utf-8")))
+    entry = json.loads(journal.read_text(encoding="utf-8"))
+    if isinstance(entry, list):  # an earlier version's journal: its folder replacements cannot be replayed here
+        raise RuntimeError(f"{journal} is the journal of a commit an earlier version of binlake left half done: "
+                           "nothing was published; finish it with that version (any run of it does), then go on")
+    planned = Plan.from_json(entry)
     checkpoint = [move for move in planned.moves if Path(move.target) == CHECKPOINT]
     for move in planned.moves:
         if move not in checkpoint:

@@ -308,16 +308,36 @@ def test_names_a_path_cannot_hold_are_tables_every_reader_finds(tmp_path, databa
     assert catalog.duckdb_connection().sql(f"SELECT a FROM iceberg_scan('{location}')").fetchall() == [(1,)]
 
 
+def forget_folder_tables(warehouse: Path, metadata_too: bool) -> None:
+    """The catalog without the source tables and table_schemas; ``metadata_too``: their Iceberg
+    metadata folders gone as well."""
+    names = [name for database, table in SOURCE_TABLES
+             for name in (catalog.current_table(database, table), catalog.changes_table(database, table))]
+    with catalog.connected(warehouse) as tables:
+        for name in names + [catalog.identifier("table_schemas")]:
+            tables.drop_table(name)
+            if metadata_too:
+                shutil.rmtree(warehouse / catalog.FOLDER / name[0] / name[1])
+
+
+def test_a_table_the_catalog_lost_is_refused_not_registered_again(spark, tmp_path):
+    """The tables' folders hold their older snapshots' files: registering them whole would double
+    rows, so a catalog that lost tables of this layout stops the run."""
+    warehouse = tmp_path / "warehouse"
+    ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse)
+    before = publish.read_checkpoint(warehouse)
+    forget_folder_tables(warehouse, metadata_too=False)
+    with pytest.raises(catalog.TableLost, match=r"does not know the tables .*shop\.orders.*nothing was published"):
+        ingest_file(spark, SAMPLES[1], tmp_path / "source", warehouse)
+    assert publish.read_checkpoint(warehouse) == before
+
+
 def test_a_warehouse_of_the_earlier_layout_has_its_folders_registered_before_its_next_run(spark, tmp_path, one_run):
     """A warehouse written when ``current``, ``changes`` and ``table_schemas`` were folders only:
     the next run registers them first, folds onto them, and ends where one run of both files does."""
     warehouse = tmp_path / "warehouse"
     ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse)
-    with catalog.connected(warehouse) as tables:  # as the earlier version left it: no such tables
-        for database, table in SOURCE_TABLES:
-            tables.drop_table(catalog.current_table(database, table))
-            tables.drop_table(catalog.changes_table(database, table))
-        tables.drop_table(catalog.identifier("table_schemas"))
+    forget_folder_tables(warehouse, metadata_too=True)  # as the earlier version left it: no such tables
     ingest_file(spark, SAMPLES[1], tmp_path / "source", warehouse)
     for database, table in SOURCE_TABLES:
         for name in (catalog.current_table(database, table), catalog.changes_table(database, table)):

@@ -140,3 +140,13 @@ def test_a_commit_that_dies_half_way_is_finished_by_recover(tmp_path, warehouse,
     monkeypatch.setattr(publish.Move, "apply", real_apply)
     assert publish.recover(warehouse) == ["r2"]
     assert tree(warehouse) == tree(expected_root)
+
+
+def test_a_journal_of_the_earlier_version_is_refused_and_left_as_it_is(tmp_path, warehouse):
+    journal = warehouse / publish.JOURNAL / "old.json"
+    journal.parent.mkdir(exist_ok=True)
+    journal.write_text(json.dumps([{"source": "x", "target": "current/shop/orders", "replace_folder": True}]))
+    before = tree(warehouse)
+    with pytest.raises(RuntimeError, match="earlier version of binlake left half done: nothing was published"):
+        publish.recover(warehouse)
+    assert tree(warehouse) == before and journal.exists()
