@@ -48,9 +48,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-import pyarrow.parquet as pq
 
-from spark_jobs import catalog, refusals
+from spark_jobs import catalog, refusals, storage
 from spark_jobs.positions import CheckpointFileMissing, MissingFiles, after_checkpoint, is_binlog_name, log_order
 from spark_jobs.publish import read_checkpoint
 
@@ -355,7 +354,7 @@ def last_runs(warehouse: Path, count: int = DEFAULT_RUN_COUNT) -> list[RunStatus
 def all_runs(warehouse: Path) -> list[RunStatus]:
     """Every run of ``metadata/runs``, newest first."""
     runs = [run_status(record) for path in catalog.data_files(Path(warehouse), catalog.identifier("runs"))
-            for record in pq.read_table(path).to_pylist()]
+            for record in storage.read_parquet(path).to_pylist()]
     runs.sort(key=lambda run: (run.finished is not None, run.finished or datetime.min), reverse=True)
     return runs
 

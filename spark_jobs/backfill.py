@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from spark_jobs import catalog, image_files, publish, schema_history
+from spark_jobs import catalog, image_files, publish, schema_history, storage
 from binlog_codec.arrow import TABLE_SCHEMA
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, TRANSACTION_SCHEMA, decode
 from spark_jobs.ingest import (
@@ -71,7 +71,7 @@ def files_of_days(warehouse: Path, days: list[date]) -> list[str]:
     paths = catalog.data_files(warehouse, catalog.identifier("transactions"))
     if not paths or not days:
         return []
-    index = pa.concat_tables(pq.read_table(path, columns=["file", "seq", "commit_ts"]) for path in paths)
+    index = pa.concat_tables(storage.read_parquet(path, columns=["file", "seq", "commit_ts"]) for path in paths)
     lo, hi = _day_bounds(days)
     hits = index.filter(pc.and_(pc.greater_equal(index["commit_ts"], lo), pc.less(index["commit_ts"], hi)))
     return sorted(set(hits["file"].to_pylist()), key=lambda name: (name.rsplit(".", 1)[0], name))
@@ -214,7 +214,7 @@ def _state_before(spark, root: Path, database: str, table: str, key: list[str], 
                if Path(path).parent.name.split("=", 1)[1] < str(day)]
     if not earlier:
         return []
-    rows = spark.read.option("mergeSchema", "true").parquet(*earlier)
+    rows = _read_changes(spark, root, earlier)
     moved_away = (  # an update that gives a row another key ends the old key: a tombstone for it
         rows.filter((F.col("_op") == "u") & ~F.struct(*key).eqNullSafe(F.struct(*[F.col(f"_before.{c}") for c in key])))
         .select(*[F.col(f"_before.{c}").alias(c) for c in key], *ORDER, F.lit(True).alias("__gone"))
@@ -230,6 +230,15 @@ def _state_before(spark, root: Path, database: str, table: str, key: list[str], 
     target = folder / f"{database}.{table}"
     latest.write.mode("overwrite").parquet(str(target))
     return sorted(str(path) for path in target.glob("*.parquet"))
+
+
+def _read_changes(spark, root: Path, files: list[str]):
+    """``changes`` files as one Spark frame: read by Spark from a local warehouse; from an object
+    store (Spark has no S3 connector here) read with pyarrow and handed to Spark."""
+    if storage.of(root).is_local:
+        return spark.read.option("mergeSchema", "true").parquet(*files)
+    return spark.createDataFrame(pa.concat_tables([storage.read_parquet(path) for path in files],
+                                                  promote_options="permissive"))
 
 
 def main(argv: list[str] | None = None) -> int:

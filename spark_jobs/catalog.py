@@ -56,7 +56,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from spark_jobs import imports
+from spark_jobs import imports, storage
 from spark_jobs.layout import name_of, path_part
 
 log = logging.getLogger(__name__)
@@ -130,12 +130,15 @@ def open_catalog(warehouse: Path):
 
     warehouse = Path(warehouse).resolve()
     (warehouse / FOLDER).mkdir(parents=True, exist_ok=True)
+    files = storage.of(warehouse)
+    properties = {"uri": uri_of(warehouse), "warehouse": iceberg_uri(files.location(FOLDER)),
+                  **files.iceberg_properties()}
     try:
-        return SqlCatalog("binlake", uri=uri_of(warehouse), warehouse=file_uri(str(warehouse / FOLDER)))
+        return SqlCatalog("binlake", **properties)
     except OperationalError as exc:  # a reader and a writer both creating the catalog's tables
         if "already exists" not in str(exc):
             raise
-        return SqlCatalog("binlake", uri=uri_of(warehouse), warehouse=file_uri(str(warehouse / FOLDER)))
+        return SqlCatalog("binlake", **properties)
 
 
 @contextmanager
@@ -230,14 +233,15 @@ def _load(catalog, table: tuple[str, str]):
         return None
 
 
-def file_uri(path: str) -> str:
-    """How the tables name a local file: ``file://`` and the path as it is (pyiceberg does not
-    percent-decode, and the partition folders hold ``=``)."""
-    return f"file://{path}"
+def iceberg_uri(location: str) -> str:
+    """How the tables name a warehouse file (:meth:`spark_jobs.storage.Storage.location`): a local
+    path as ``file://`` and the path as it is (pyiceberg does not percent-decode, and the partition
+    folders hold ``=``), an ``s3://`` URI as it is."""
+    return location if "://" in location else f"file://{location}"
 
 
 def local_path(uri: str) -> str:
-    """The path of a :func:`file_uri` (a plain path as it is)."""
+    """The location an :func:`iceberg_uri` names (a local path without ``file://``)."""
     return uri.removeprefix("file://")
 
 
@@ -316,18 +320,42 @@ def metadata_location(warehouse: Path, table: str | tuple[str, str]) -> str:
         return catalog.load_table(table).metadata_location
 
 
-def duckdb_connection():
-    """A DuckDB connection that reads Iceberg tables offline: the Avro and Iceberg extensions
-    loaded by path from their pip packages, nothing installed or loaded from the network."""
+def duckdb_connection(warehouse: Path | None = None):
+    """A DuckDB connection that reads Iceberg tables offline: the httpfs, Avro and Iceberg
+    extensions loaded by path from their pip packages, nothing installed or loaded from the
+    network; for an object-store ``warehouse``, a secret with its S3 settings
+    (:func:`spark_jobs.storage.s3_settings`)."""
     import duckdb
     import duckdb_extension_avro
+    import duckdb_extension_httpfs
     import duckdb_extension_iceberg
 
     connection = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
-    for package, name in ((duckdb_extension_avro, "avro"), (duckdb_extension_iceberg, "iceberg")):
+    for package, name in ((duckdb_extension_httpfs, "httpfs"), (duckdb_extension_avro, "avro"),
+                          (duckdb_extension_iceberg, "iceberg")):
         path = Path(package.__file__).parent / "extensions" / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
         connection.execute(f"LOAD '{path}'")
+    if warehouse is not None and not storage.of(warehouse).is_local:
+        connection.execute(_duckdb_secret(storage.s3_settings()))
     return connection
+
+
+def _duckdb_secret(settings: dict) -> str:
+    """DuckDB's ``CREATE SECRET`` for the S3 settings (path-style addressing at an endpoint of its own)."""
+    def text(value: str) -> str:
+        return "'" + value.replace("'", "''") + "'"
+
+    parts = ["TYPE s3"]
+    if settings["access_key"]:
+        parts += [f"KEY_ID {text(settings['access_key'])}", f"SECRET {text(settings['secret_key'] or '')}"]
+    if settings["session_token"]:
+        parts.append(f"SESSION_TOKEN {text(settings['session_token'])}")
+    if settings["region"]:
+        parts.append(f"REGION {text(settings['region'])}")
+    if settings["endpoint"]:
+        scheme, _, host = settings["endpoint"].partition("://")
+        parts += [f"ENDPOINT {text(host.rstrip('/'))}", "URL_STYLE 'path'", f"USE_SSL {str(scheme == 'https').lower()}"]
+    return f"CREATE OR REPLACE SECRET binlake_s3 ({', '.join(parts)})"
 
 
 # -- committing ---------------------------------------------------------------
@@ -372,14 +400,19 @@ def adopt(warehouse: Path, checkpoint: dict) -> dict[str, int]:
     every file of them: that version replaced those folders whole, so they hold nothing else.
     Called after the journals are finished (:func:`spark_jobs.publish.recover`): a table's
     folder without a table in the catalog is then such a folder. Returns the files registered
-    per table (none once every table is registered)."""
+    per table (none once every table is registered). An object-store warehouse was never
+    written by such a version: there, Iceberg metadata the catalog does not know raises
+    :class:`TableLost` (:func:`_check_unregistered`)."""
     warehouse = Path(warehouse).resolve()
+    if not storage.of(warehouse).is_local:
+        _check_unregistered(warehouse)
+        return {}
     folders = {folder: table_of(f"{folder.relative_to(warehouse).as_posix()}/x.parquet")[0]
                for folder in [*warehouse.glob("current/*/*"), *warehouse.glob("changes/*/*"),
                               warehouse / "metadata" / "table_schemas"] if folder.is_dir()}
     known = _known_tables(warehouse, {table[0] for table in folders.values()})
     unknown = {folder: table for folder, table in sorted(folders.items()) if table not in known}
-    lost = [".".join(table) for table in unknown.values() if _location(warehouse, table).exists()]
+    lost = [".".join(table) for table in unknown.values() if (warehouse / _metadata_folder(table)).exists()]
     if lost:  # a table of this layout the catalog no longer knows: its folder holds older snapshots' files too
         raise TableLost(f"the catalog {_shown(uri_of(warehouse))} does not know the tables {', '.join(lost)}, whose "
                         f"Iceberg metadata is in {warehouse / FOLDER}: nothing was published; restore the catalog, or "
@@ -391,6 +424,19 @@ def adopt(warehouse: Path, checkpoint: dict) -> dict[str, int]:
     log.warning("registering %d tables this warehouse holds only as folders (written by an earlier version): %s",
                 len(commits), ", ".join(".".join(each.table) for each in commits))
     return sync(warehouse, ADOPTED, checkpoint, commits)
+
+
+def _check_unregistered(warehouse: Path) -> None:
+    """A new catalog (no file yet) of an object-store warehouse whose ``_iceberg/`` holds
+    metadata: its tables are registered in a catalog this state folder does not have (another
+    state folder's, or a lost one); registering them again would start them over."""
+    files = storage.of(warehouse)
+    if has_catalog(warehouse) or not files.files(FOLDER):
+        return
+    raise TableLost(f"the warehouse {files.uri} holds Iceberg tables ({files.location(FOLDER)}) that the catalog "
+                    f"{_shown(uri_of(warehouse))} of the state folder {warehouse} does not know: nothing was "
+                    "published; run with that warehouse's state folder (--state) and catalog (--catalog), or "
+                    "register each table again from its newest metadata file (pyiceberg register_table)")
 
 
 def _known_tables(warehouse: Path, namespaces: set[str]) -> set[tuple[str, str]]:
@@ -415,15 +461,16 @@ def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[s
     from pyiceberg.io import load_file_io  # pyiceberg takes a second to import: when a commit needs it
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
 
-    files = [str(warehouse / relative) for relative in commit.files]
+    place = storage.of(warehouse).location
+    files = [place(relative) for relative in commit.files]
     table = _load(catalog, commit.table)
     referenced = {} if table is None else _referenced(table)
-    scopes = [str(warehouse / folder) + "/" for folder in commit.replaced]
+    scopes = [place(folder) + "/" for folder in commit.replaced]
     removed = [data for path, data in referenced.items() if path not in files and path.startswith(tuple(scopes))]
     added = [path for path in files if path not in referenced]
     if not added and not removed:
         return 0
-    target = _unified([pq.read_schema(path) for path in added]) if added else None
+    target = _unified([_read_schema(path) for path in added]) if added else None
     kept = [data for path, data in referenced.items() if data not in removed]
     with table.transaction() if table is not None else _creating(catalog, warehouse, commit.table, target) as transaction:
         retyped = _evolve(transaction, target, commit.whole) if target is not None else set()
@@ -438,7 +485,7 @@ def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[s
             for data in removed + list(rewritten):
                 snapshot.delete_data_file(data)
             for path in added + list(rewritten.values()):
-                snapshot.append_data_file(parquet_file_to_data_file(io, transaction.table_metadata, file_uri(path)))
+                snapshot.append_data_file(parquet_file_to_data_file(io, transaction.table_metadata, iceberg_uri(path)))
     log.info("%s: +%d files, -%d files%s", ".".join(commit.table), len(added), len(removed),
              f", {len(rewritten)} earlier files rewritten for the type change of {sorted(retyped)}" if rewritten else "")
     return len(added)
@@ -449,12 +496,18 @@ def _creating(catalog, warehouse: Path, table: tuple[str, str], schema: pa.Schem
     first snapshot."""
     log.info("creating the Iceberg table %s", ".".join(table))
     catalog.create_namespace_if_not_exists(table[0])
-    return catalog.create_table_transaction(table, schema=schema, location=file_uri(str(_location(warehouse, table))))
+    location = storage.of(warehouse).location(_metadata_folder(table))
+    return catalog.create_table_transaction(table, schema=schema, location=iceberg_uri(location))
 
 
-def _location(warehouse: Path, table: tuple[str, str]) -> Path:
-    """Where the Iceberg metadata of ``table`` lives."""
-    return warehouse / FOLDER / path_part(table[0]) / path_part(table[1])
+def _metadata_folder(table: tuple[str, str]) -> str:
+    """Where the Iceberg metadata of ``table`` lives, relative to the warehouse."""
+    return f"{FOLDER}/{path_part(table[0])}/{path_part(table[1])}"
+
+
+def _read_schema(location: str) -> pa.Schema:
+    filesystem, path = storage.open_file(location)
+    return pq.read_schema(path, filesystem=filesystem)
 
 
 def _unified(schemas: list[pa.Schema]) -> pa.Schema:
@@ -545,10 +598,12 @@ def _conform_kept(kept: list, transaction, retyped: set[str], run_id: str) -> di
     target = schema_to_pyarrow(transaction.table_metadata.schema(), include_field_ids=False)
     rewritten = {}
     for data in kept:
-        path = local_path(data.file_path)
-        if retyped & set(pq.read_schema(path).names):
-            new = str(Path(path).with_name(f"{run_id}-retyped-{Path(path).name}"))
-            pq.write_table(conform(pq.read_table(path), target), new)
+        location = local_path(data.file_path)
+        if retyped & set(_read_schema(location).names):
+            folder, name = location.rsplit("/", 1)
+            new = f"{folder}/{run_id}-retyped-{name}"
+            filesystem, path = storage.open_file(new)
+            pq.write_table(conform(storage.read_parquet(location), target), path, filesystem=filesystem)
             rewritten[data] = new
     return rewritten
 

@@ -1,6 +1,7 @@
 """The whole pipeline without Airflow: binlog files in, a published warehouse run out.
 
-    python -m spark_jobs.ingest --source DIR --warehouse DIR [--stream NAME] [--master URL] [--split-mb 64]
+    python -m spark_jobs.ingest --source DIR --warehouse DIR|s3://BUCKET/PREFIX [--state DIR] [--stream NAME]
+                                [--master URL] [--split-mb 64]
 
 (or the same arguments to ``spark-submit spark_jobs/ingest.py``). One run:
 
@@ -63,7 +64,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binlog_codec.arrow import TABLE_SCHEMA
-from spark_jobs import catalog, publish, refusals, schema_history, version_lineage
+from spark_jobs import catalog, publish, refusals, schema_history, storage, version_lineage
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.expectations import verdict
 from spark_jobs.lock import locks_warehouse
@@ -305,7 +306,7 @@ def run_schemas(decoded: DecodeResult, root: Path) -> RunSchemas:
 
 def published_rows(root: Path, table: str) -> list[dict]:
     """The rows of the warehouse's metadata table ``_binlake.<table>``, file by file in name order."""
-    return [row for path in catalog.data_files(root, catalog.identifier(table)) for row in pq.read_table(path).to_pylist()]
+    return [row for path in catalog.data_files(root, catalog.identifier(table)) for row in storage.read_parquet(path).to_pylist()]
 
 
 def _staged_rows(path: str | None) -> list[dict]:
@@ -734,7 +735,12 @@ def _summary(result: IngestResult) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.ingest", description=__doc__.splitlines()[0])
     parser.add_argument("--source", required=True, help="folder of binlog files")
-    parser.add_argument("--warehouse", required=True, help="warehouse folder")
+    parser.add_argument("--warehouse", required=True, help="the warehouse: a folder or s3://bucket/prefix (S3 "
+                        "settings from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)")
+    parser.add_argument(
+        "--state", metavar="DIR", help="the state folder of an s3:// warehouse: its checkpoint, commit journal, lock, "
+        "runs in progress and default catalog (default: s3/<bucket>/<prefix> under $BINLAKE_STATE_DIR, else under "
+        "~/.local/state/binlake); a local warehouse keeps them in its folder")
     parser.add_argument(
         "--stream", help="name of the stream that owns the checkpoint (default: the source folder); point a stream "
         "at another source (a new primary's binlogs) to go on by GTID")
@@ -768,18 +774,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     accept = [choice for choice, given in ((ACCEPT_GAP_CHOICE, args.accept_gap),
                                            (ACCEPT_NEW_SERIES_CHOICE, args.accept_new_series)) if given]
     accept += [ACCEPT_TYPE_CHANGE + table for table in args.accept_type_change]
-    if args.catalog:
-        try:
-            catalog.configure(Path(args.warehouse), args.catalog)
-        except ValueError as exc:
-            print(f"refused, nothing published: {exc}", file=sys.stderr)
-            return 4
-    scanned = pending_scans(args.source, args.warehouse, args.stream)  # they run while the JVM starts
+    try:
+        warehouse = str(storage.attach(args.warehouse, args.state))
+        if args.catalog:
+            catalog.configure(Path(warehouse), args.catalog)
+    except ValueError as exc:
+        print(f"refused, nothing published: {exc}", file=sys.stderr)
+        return 4
+    scanned = pending_scans(args.source, warehouse, args.stream)  # they run while the JVM starts
     spark = build_session(args.master, app_name="binlake ingest",
                           conf={DRIVER_MEMORY: args.driver_memory} if args.driver_memory else None)
     try:
         result = ingest(
-            args.source, args.warehouse, spark=spark, target_bytes=int(args.split_mb * 2**20),
+            args.source, warehouse, spark=spark, target_bytes=int(args.split_mb * 2**20),
             stream=args.stream, accept=accept, validation=not args.no_validation, scanned=scanned,
             airflow_run=args.airflow_run,
         )
@@ -789,7 +796,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ContinuityError, SchemaConflict) as exc:
         print(f"refused, nothing published: {exc}", file=sys.stderr)
         return 4
-    except catalog.CatalogUnavailable as exc:
+    except (catalog.CatalogUnavailable, storage.StorageUnavailable) as exc:
         print(exc, file=sys.stderr)
         return 1
     except Exception as exc:

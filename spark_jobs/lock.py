@@ -50,6 +50,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
+from spark_jobs import storage
+
 log = logging.getLogger(__name__)
 
 LOCK_FILE = "_lock"
@@ -130,16 +132,22 @@ def warehouse_lock(
 
 def locks_warehouse(purpose: str) -> Callable[[Step], Step]:
     """Decorator: the function runs holding the lock of the warehouse given as its ``warehouse``
-    argument (``@locks_warehouse("publish")``)."""
+    argument (``@locks_warehouse("publish")``). A warehouse given by its ``s3://`` URI is given
+    to the function as its state folder (:func:`spark_jobs.storage.attach`), once its bucket has
+    answered (:meth:`spark_jobs.storage.Storage.check`)."""
 
     def decorate(step: Step) -> Step:
         signature = inspect.signature(step)
 
         @functools.wraps(step)
         def locked(*args, **kwargs):
-            warehouse = signature.bind(*args, **kwargs).arguments["warehouse"]
+            bound = signature.bind(*args, **kwargs)
+            warehouse = bound.arguments["warehouse"]
+            if storage.is_object_store(str(warehouse)):
+                bound.arguments["warehouse"] = warehouse = str(storage.attach(str(warehouse)))
+            storage.of(warehouse).check()
             with warehouse_lock(warehouse, purpose=purpose):
-                return step(*args, **kwargs)
+                return step(*bound.args, **bound.kwargs)
 
         return locked
 

@@ -189,7 +189,6 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-import os
 import posixpath
 import re
 import sys
@@ -214,6 +213,7 @@ from . import image_files, parquet_encoding, tasks
 from .table_names import order
 from .version_lineage import FromColumn, TableLineage, Unknown, Value, VersionKey
 from .layout import table_folder
+from .storage import open_file, share_with
 
 log = logging.getLogger(__name__)
 
@@ -1452,19 +1452,13 @@ def materialize_tables(
 # -- files ----------------------------------------------------------------------
 
 
-def _filesystem(path: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow filesystem of a local path or a URI (``s3a://`` read as ``s3://``), and the path in it."""
-    if "://" not in path:
-        return pafs.LocalFileSystem(use_mmap=True), os.path.abspath(path)  # Arrow files read without a copy
-    scheme, rest = path.split("://", 1)
-    return pafs.FileSystem.from_uri(("s3://" if scheme in ("s3a", "s3n") else scheme + "://") + rest)
 
 
 def _schema_groups(files: Sequence[str]) -> list[tuple[pa.Schema, list[str]]]:
     """Files grouped by schema (headers or footers only), groups in order of first appearance."""
     groups: dict[pa.Schema, list[str]] = {}
     for name in files:
-        groups.setdefault(image_files.schema(*_filesystem(name)), []).append(name)
+        groups.setdefault(image_files.schema(*open_file(name)), []).append(name)
     return list(groups.items())
 
 
@@ -1476,8 +1470,8 @@ def _publish_files(written: str, folder: str, run_name: str, *, replace: bool) -
     """Move the files under ``written`` (already named ``<run>-<bucket>.parquet``) into ``folder``,
     keeping partition folders. ``replace``: ``folder`` is emptied first; otherwise only files an
     earlier attempt of this run left there are removed. Returns the new files (paths as ``folder``'s)."""
-    filesystem, source = _filesystem(written)
-    _, target = _filesystem(folder)
+    filesystem, source = open_file(written)
+    _, target = open_file(folder)
     if replace:
         filesystem.delete_dir_contents(target, missing_dir_ok=True)
     else:
@@ -1498,11 +1492,11 @@ def _publish_files(written: str, folder: str, run_name: str, *, replace: bool) -
 
 def _rows(files: Sequence[str]) -> int:
     """Rows of staged or Parquet files."""
-    return sum(image_files.row_count(*_filesystem(name)) for name in files)
+    return sum(image_files.row_count(*open_file(name)) for name in files)
 
 
 def _remove(folder: str) -> None:
-    filesystem, path = _filesystem(folder)
+    filesystem, path = open_file(folder)
     if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
         filesystem.delete_dir(path)
 
@@ -1565,7 +1559,7 @@ class _Table:
 def _batches(source: _Input, columns: Iterable[str] | None = None, before: Sequence[str] = ()) -> Iterator[pa.Table]:
     """An input file in batches of :data:`BATCH_ROWS` rows, as stored (``columns``: only these;
     ``before``: with ``_before`` holding only these of its fields, else all of them)."""
-    filesystem, path = _filesystem(source.path)
+    filesystem, path = open_file(source.path)
     names = None if columns is None else [name for name in image_files.schema(filesystem, path).names if name in set(columns)]
     if names is not None and BEFORE in names and before and not any("." in name for name in before):
         names.remove(BEFORE)  # a column path names a field by "_before.<name>": a name with a dot reads it all
@@ -1706,7 +1700,7 @@ def _part_file(table: _Table, bucket: int, source: int) -> str:
 def _partition(number: int, source: _Input, table: _Table, roots: dict, moves: bool = False) -> tuple[list[int], list]:
     """One input file's rows, projected and tagged, written into an Arrow file per bucket; rows per
     bucket, and (``moves``) the key changes among them (:func:`_moves`), found in the same read."""
-    filesystem, _ = _filesystem(table.scratch)
+    filesystem, _ = open_file(table.scratch)
     writers: dict[int, pa.ipc.RecordBatchFileWriter] = {}
     counts = [0] * table.buckets
     found = []
@@ -1720,7 +1714,7 @@ def _partition(number: int, source: _Input, table: _Table, roots: dict, moves: b
             starts = np.searchsorted(numbers, np.arange(table.buckets + 1))
             for bucket in np.flatnonzero(np.diff(starts)).tolist():
                 if bucket not in writers:
-                    _, path = _filesystem(_part_file(table, bucket, number))
+                    _, path = open_file(_part_file(table, bucket, number))
                     filesystem.create_dir(posixpath.dirname(path), recursive=True)
                     writers[bucket] = pa.ipc.new_file(
                         filesystem.open_output_stream(path), rows.schema, options=image_files.WRITE_OPTIONS
@@ -1738,7 +1732,7 @@ def _bucket_rows(bucket: int, inputs: Sequence[_Input], table: _Table) -> pa.Tab
     if table.buckets == 1:
         parts = [rows for source in inputs for rows in _read_input(source, table.merged)]
     else:
-        filesystem, folder = _filesystem(f"{table.scratch}/parts/{bucket:05d}")
+        filesystem, folder = open_file(f"{table.scratch}/parts/{bucket:05d}")
         found = filesystem.get_file_info(pafs.FileSelector(folder, allow_not_found=True))
         parts = []
         for info in sorted(found, key=lambda each: each.path):
@@ -1757,7 +1751,7 @@ def write_parquet(rows: pa.Table, name: str, keep: np.ndarray | None = None) -> 
     warehouse reads back the same from them, but for the lists of names of :func:`indexed_names`,
     which are written from their dictionary as they are (half the cost of writing them as text)
     and read back as lists of strings, the type the warehouse contract gives them."""
-    filesystem, path = _filesystem(name)
+    filesystem, path = open_file(name)
     filesystem.create_dir(posixpath.dirname(path), recursive=True)
     with pq.ParquetWriter(
         path, rows.schema, filesystem=filesystem, compression="snappy", store_schema=False,
@@ -1922,6 +1916,7 @@ def materialize(
     if not _RUN_NAME.fullmatch(run_name):
         raise ValueError(f"run name {run_name!r}: letters, digits and ._=- only")
     started = time.monotonic()
+    share_with(spark)  # its tasks read current where the warehouse keeps it
     windows = {path: (each.since, each.until, lineage.run if lineage else None) for each in inherited for path in each.staged}
     staged = _schema_groups([*staged_files, *windows])
     prior_groups = _schema_groups(current)

@@ -38,7 +38,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_jobs import catalog
+from spark_jobs import catalog, storage
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +55,18 @@ class Move:
     target: str
 
     def apply(self, warehouse: Path) -> None:
-        """Do the move; a move an earlier attempt already did is skipped."""
-        source, target = Path(self.source), warehouse / self.target
-        if source.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, target)
+        """Do the move; a move an earlier attempt already did is skipped. A table's file goes to
+        the warehouse's storage (:meth:`spark_jobs.storage.Storage.put`: uploaded to an object
+        store), anything else (the checkpoint) stays in its state folder."""
+        source = Path(self.source)
+        if not source.exists():
+            return
+        if catalog.table_of(self.target) is not None:
+            storage.of(warehouse).put(source, self.target)
+            return
+        target = warehouse / self.target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
 
 
 @dataclass(frozen=True)

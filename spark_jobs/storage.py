@@ -1,0 +1,240 @@
+"""Where a warehouse's tables keep their files: a local folder or an ``s3://bucket/prefix``.
+
+A warehouse has two homes (docs/ARCHITECTURE.md, "The warehouse"):
+
+* its **storage**, the ``warehouse_uri``: the tables' data files and their Iceberg
+  metadata, what every engine reads (``current/``, ``changes/``, ``metadata/``,
+  ``_iceberg/``). Files are written and read through ``pyarrow.fs``, one code
+  path for both kinds: :func:`open_file` turns a location (a plain path,
+  ``file://``, ``s3://``) into a filesystem and a path in it;
+* its **state folder**, on the machine that runs the job: the SQLite catalog by
+  default, the commit journal, the checkpoint, the lock, the runs in progress,
+  their refusals and Data Docs. For a local warehouse it is the warehouse folder
+  itself; for an ``s3://`` warehouse it is the folder given (``--state``), by
+  default ``s3/<bucket>/<prefix>`` under ``$BINLAKE_STATE_DIR`` (default
+  ``~/.local/state/binlake``).
+  The state folder keeps its warehouse's URI (:func:`attach`), so that the rest
+  of binlake names a warehouse by its state folder and asks :func:`of` where the
+  files go.
+
+S3 settings come from the standard environment variables (``AWS_ENDPOINT_URL``
+or ``AWS_ENDPOINT_URL_S3``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+``AWS_REGION``), which the Airflow tasks set from the connection ``binlake_s3``
+(:func:`plugins.hooks.export_s3_settings`); without keys, the default chain
+(shared config, instance role). Object keys are used as they are: a key holding
+``%2E`` (a percent-encoded name, :mod:`spark_jobs.layout`) is never decoded.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+CONFIG = Path("_iceberg") / "warehouse.json"  # in the state folder: the warehouse's URI
+STATE_ENV = "BINLAKE_STATE_DIR"
+OBJECT_SCHEMES = ("s3", "s3a", "s3n")  # s3a:// and s3n:// (Hadoop's names) are read as s3://
+CONNECT_TIMEOUT, REQUEST_TIMEOUT, ATTEMPTS = 5.0, 60.0, 4
+
+
+class StorageUnavailable(RuntimeError):
+    """The warehouse's storage cannot be used (a missing bucket, refused keys, an endpoint that
+    does not answer): nothing was published."""
+
+
+@dataclass(frozen=True)
+class Storage:
+    """The storage of one warehouse: ``uri`` is ``s3://bucket/prefix`` or an absolute folder."""
+
+    uri: str
+
+    @property
+    def is_local(self) -> bool:
+        return not is_object_store(self.uri)
+
+    def location(self, relative: str = "") -> str:
+        """Where the warehouse file ``relative`` (a ``/``-separated path) is: a path or an ``s3://`` URI."""
+        return f"{self.uri.rstrip('/')}/{relative}" if relative else self.uri.rstrip("/")
+
+    def relative(self, location: str) -> str | None:
+        """The path of ``location`` relative to the warehouse, None for a location outside it."""
+        base = self.location() + "/"
+        return location[len(base):] if location.startswith(base) else None
+
+    def put(self, source: Path, relative: str) -> None:
+        """Move the local file ``source`` to ``relative`` in the warehouse: a rename in a local
+        warehouse, an upload (whole or not at all: S3 shows an object once it is complete) then
+        the local copy removed in an object store."""
+        if self.is_local:
+            target = Path(self.location(relative))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source, target)
+            return
+        filesystem, path = open_file(self.location(relative))
+        pafs.copy_files(str(source), path, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=filesystem)
+        source.unlink()
+
+    def check(self) -> None:
+        """Raise :class:`StorageUnavailable` when the storage cannot be listed (for an object
+        store: a bucket that is not there, keys it refuses, an endpoint that does not answer)."""
+        if self.is_local:
+            return
+        filesystem, path = open_file(self.location())
+        bucket = path.split("/", 1)[0]
+        try:
+            found = filesystem.get_file_info(bucket)
+            if found.type == pafs.FileType.NotFound:
+                raise StorageUnavailable(f"the warehouse {self.uri}: the bucket {bucket} does not exist at "
+                                         f"{_endpoint()}; nothing was published")
+            filesystem.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        except OSError as exc:
+            raise StorageUnavailable(f"the warehouse {self.uri} at {_endpoint()} cannot be read "
+                                     f"({_first_line(exc)}); nothing was published") from exc
+
+    def iceberg_properties(self) -> dict[str, str]:
+        """The pyiceberg FileIO properties that reach this storage (none for a local one)."""
+        if self.is_local:
+            return {}
+        settings = s3_settings()
+        names = {"endpoint": "s3.endpoint", "access_key": "s3.access-key-id", "secret_key": "s3.secret-access-key",
+                 "region": "s3.region"}
+        return {names[key]: value for key, value in settings.items() if value and key in names}
+
+    def files(self, relative: str) -> list[tuple[str, float]]:
+        """Every file under the warehouse folder ``relative`` (its location and modification time,
+        seconds since the epoch), in path order."""
+        filesystem, path = open_file(self.location(relative))
+        found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+        prefix = self.location(relative)[: -len(path)] if not self.is_local else ""
+        return sorted((prefix + info.path, info.mtime.timestamp() if info.mtime else 0.0)
+                      for info in found if info.type == pafs.FileType.File)
+
+    def delete(self, location: str) -> None:
+        filesystem, path = open_file(location)
+        filesystem.delete_file(path)
+
+
+def is_object_store(uri: str) -> bool:
+    return urlparse(str(uri)).scheme in OBJECT_SCHEMES
+
+
+def open_file(location: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem of a location (a local path, ``file://`` + path, ``s3://bucket/key``) and
+    the path in it, taken as it is (no percent-decoding)."""
+    location = str(location)
+    scheme, _, rest = location.partition("://")
+    if not rest:
+        return pafs.LocalFileSystem(use_mmap=True), os.path.abspath(location)  # Arrow files read without a copy
+    if scheme == "file":
+        return pafs.LocalFileSystem(use_mmap=True), rest
+    if scheme in OBJECT_SCHEMES:
+        return s3_filesystem(), rest
+    raise ValueError(f"{location!r}: expected a local path, file:// or s3://")
+
+
+def read_parquet(location: str, **options) -> "pq.Table":
+    """A whole Parquet file of the warehouse, local or in an object store."""
+    filesystem, path = open_file(location)
+    return pq.read_table(path, filesystem=filesystem, **options)
+
+
+def s3_settings() -> dict[str, str | None]:
+    """The S3 endpoint, keys and region from the standard environment variables."""
+    return {
+        "endpoint": os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None,
+        "access_key": os.environ.get("AWS_ACCESS_KEY_ID") or None,
+        "secret_key": os.environ.get("AWS_SECRET_ACCESS_KEY") or None,
+        "session_token": os.environ.get("AWS_SESSION_TOKEN") or None,
+        "region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or None,
+    }
+
+
+S3_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION")
+
+
+def share_with(spark) -> None:
+    """Hand this process's S3 settings to Spark's Python workers, which start from the
+    environment their JVM started with (a task reading ``current`` from an object store needs
+    them): Spark passes ``SparkContext.environment`` to every Python worker it starts."""
+    environment = spark.sparkContext.environment
+    environment.update({name: os.environ[name] for name in S3_VARIABLES if os.environ.get(name)})
+
+
+def s3_filesystem() -> pafs.S3FileSystem:
+    """The S3 filesystem of :func:`s3_settings` (one per process and settings), with bounded
+    timeouts and retries: an endpoint that does not answer fails the run, it never hangs it."""
+    return _s3_filesystem(tuple(sorted(s3_settings().items())))
+
+
+@functools.lru_cache(maxsize=4)
+def _s3_filesystem(settings: tuple) -> pafs.S3FileSystem:
+    given = dict(settings)
+    options = {"endpoint_override": given["endpoint"], "access_key": given["access_key"],
+               "secret_key": given["secret_key"], "session_token": given["session_token"], "region": given["region"]}
+    if given["endpoint"]:
+        options["force_virtual_addressing"] = False
+    return pafs.S3FileSystem(
+        **{key: value for key, value in options.items() if value is not None},
+        connect_timeout=CONNECT_TIMEOUT, request_timeout=REQUEST_TIMEOUT,
+        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=ATTEMPTS),
+    )
+
+
+def _endpoint() -> str:
+    return s3_settings()["endpoint"] or "AWS"
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+# -- a warehouse's state folder -----------------------------------------------------
+
+
+def state_folder(uri: str, state: str | os.PathLike[str] | None = None) -> Path:
+    """The state folder of the warehouse ``uri``: the folder itself for a local warehouse
+    (``file://`` or a path), else ``state``, or ``s3/<bucket>/<prefix>`` under
+    ``$BINLAKE_STATE_DIR`` (default ``~/.local/state/binlake``)."""
+    parsed = urlparse(str(uri))
+    if parsed.scheme in OBJECT_SCHEMES:
+        if state is None:
+            base = Path(os.environ.get(STATE_ENV) or Path(os.environ.get("XDG_STATE_HOME") or "~/.local/state") / "binlake")
+            state = base.expanduser() / "s3" / parsed.netloc / parsed.path.strip("/")
+        return Path(state).expanduser().resolve()
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path)).resolve()
+    if parsed.scheme:
+        raise ValueError(f"{uri!r}: the warehouse must be s3://bucket/prefix, a file:// URI or a folder")
+    return Path(uri).expanduser().resolve()
+
+
+def attach(uri: str, state: str | os.PathLike[str] | None = None) -> Path:
+    """The state folder of the warehouse ``uri`` (:func:`state_folder`), which keeps ``uri`` from
+    then on; a state folder already kept for another warehouse raises ``ValueError``."""
+    root = state_folder(uri, state)
+    if not is_object_store(uri):
+        return root
+    uri = "s3://" + str(uri).split("://", 1)[1].rstrip("/")
+    config = root / CONFIG
+    kept = json.loads(config.read_text())["uri"] if config.exists() else None
+    if kept is None:
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(json.dumps({"uri": uri}))
+    elif kept != uri:
+        raise ValueError(f"the state folder {root} belongs to the warehouse {kept}, not {uri}")
+    return root
+
+
+def of(root: str | os.PathLike[str]) -> Storage:
+    """The storage of the warehouse whose state folder is ``root`` (:func:`attach`)."""
+    root = Path(root).resolve()
+    config = root / CONFIG
+    return Storage(json.loads(config.read_text())["uri"] if config.exists() else str(root))
