@@ -29,7 +29,7 @@ commit lands while they look:
 ``--dry-run`` (DAG param ``dry_run``) only reports what each step would remove.
 Command line::
 
-    python -m spark_jobs.maintenance WAREHOUSE [--staging DIR] [--retention-days N]
+    python -m spark_jobs.maintenance WAREHOUSE [--state DIR] [--staging DIR] [--retention-days N]
         [--keep-last N] [--orphan-age-hours N] [--dry-run]
 """
 
@@ -45,8 +45,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
+from spark_jobs import storage
 from spark_jobs.catalog import FOLDER, local_path, open_catalog
 from spark_jobs.lock import warehouse_lock
+from spark_jobs.layout import name_of
 from spark_jobs.positions import binlog_name_of, log_order
 from spark_jobs.publish import JOURNAL, read_checkpoint
 
@@ -68,10 +70,10 @@ class Removed:
     bytes: int = 0
     paths: list[str] = field(default_factory=list)
 
-    def add(self, path: Path) -> None:
+    def add(self, file: storage.StoredFile) -> None:
         self.files += 1
-        self.bytes += path.stat().st_size
-        self.paths.append(str(path))
+        self.bytes += file.size
+        self.paths.append(file.location)
 
     def summary(self) -> dict:
         """The counts, small enough to hand between tasks."""
@@ -128,74 +130,79 @@ def remove_orphan_files(warehouse: Path, older_than: timedelta = ORPHAN_AGE,
     """Remove the files of the tables that no snapshot names, older than ``older_than`` (see the
     module text); returns per table what was removed (in a dry run: would be)."""
     warehouse = Path(warehouse).resolve()
+    files = storage.of(warehouse)
     cutoff = time.time() - older_than.total_seconds()
     with warehouse_lock(warehouse, purpose="maintenance: orphan files"):
         protected = journal_paths(warehouse)
         owners, referenced, removed = {}, set(), {}
         for name, table in tables(open_catalog(warehouse)):
-            files = {local_path(uri) for uri in table.inspect.all_files()["file_path"].to_pylist()}
-            referenced |= files
-            owners.update({folder: name for folder in (table_folder(warehouse, f) for f in files) if folder})
-            removed[name] = _orphan_metadata(warehouse, name, table, cutoff, dry_run)
-        for path in _orphan_data(warehouse, owners, referenced | protected, cutoff):
-            removed[owners[table_folder(warehouse, str(path))]].add(path)
-            _remove(path, warehouse, dry_run)
-    _log_unknown_metadata(warehouse, removed)
+            named = {local_path(uri) for uri in table.inspect.all_files()["file_path"].to_pylist()}
+            referenced |= named
+            owners.update({folder: name for folder in (table_folder(files, f) for f in named) if folder})
+            removed[name] = _orphan_metadata(files, name, table, cutoff, dry_run)
+        for file in _orphan_data(files, owners, referenced | protected, cutoff):
+            removed[owners[table_folder(files, file.location)]].add(file)
+            _remove(file, files, files.location(), dry_run)
+    _log_unknown_metadata(files, removed)
     for name, each in removed.items():
         log.info("%s: %d files (%d bytes) %s", name, each.files, each.bytes, "to remove" if dry_run else "removed")
     return removed
 
 
 def journal_paths(warehouse: Path) -> set[str]:
-    """The paths the pending commits' journals name, as move sources and as targets."""
-    paths = set()
+    """The locations the pending commits' journals name, as move sources and as targets."""
+    paths, files = set(), storage.of(warehouse)
     for journal in (warehouse / JOURNAL).glob("*.json"):
         for move in json.loads(journal.read_text(encoding="utf-8"))["moves"]:
-            paths |= {move["source"], str(warehouse / move["target"])}
+            paths |= {move["source"], files.location(move["target"])}
     return paths
 
 
-def table_folder(warehouse: Path, path: str) -> str | None:
+def table_folder(files: storage.Storage, location: str) -> str | None:
     """The table's own folder (relative to the warehouse) a file of ``changes/``, ``current/`` or
     ``metadata/`` is in, by :data:`TABLE_DEPTH`; None for any other file."""
-    if not path.startswith(f"{warehouse}/"):
+    relative = files.relative(location)
+    if relative is None:
         return None
-    parts = path[len(str(warehouse)) + 1:].split("/")
+    parts = relative.split("/")
     depth = TABLE_DEPTH.get(parts[0])
     return "/".join(parts[:depth]) if depth and len(parts) > depth else None
 
 
-def _orphan_data(warehouse: Path, owners: dict[str, str], kept: set[str], cutoff: float) -> Iterator[Path]:
+def _orphan_data(files: storage.Storage, owners: dict[str, str], kept: set[str],
+                 cutoff: float) -> Iterator[storage.StoredFile]:
     """The Parquet files of the tables' folders that ``kept`` lacks, modified before ``cutoff``;
     files of folders no table has files in are logged and left."""
     unknown = set()
     for area in TABLE_DEPTH:
-        for path in sorted((warehouse / area).rglob("*.parquet")):
-            folder = table_folder(warehouse, str(path))
-            if folder is None or str(path) in kept or path.stat().st_mtime >= cutoff:
+        for file in files.files(area):
+            folder = table_folder(files, file.location)
+            if (folder is None or not file.location.endswith(".parquet") or file.location in kept
+                    or file.mtime >= cutoff):
                 continue
             if folder in owners:
-                yield path
+                yield file
             elif folder not in unknown:
                 unknown.add(folder)
                 log.warning("%s: no table of the catalog has files there; its files are left alone", folder)
 
 
-def _orphan_metadata(warehouse: Path, name: str, table, cutoff: float, dry_run: bool) -> Removed:
+def _orphan_metadata(files: storage.Storage, name: str, table, cutoff: float, dry_run: bool) -> Removed:
     """The files of ``table``'s Iceberg metadata folder its metadata no longer names (manifest
     lists and manifests of expired snapshots, metadata files beyond its metadata log), modified
     before ``cutoff``, removed. A table whose metadata is not under the warehouse's ``_iceberg/``
     is left alone."""
     removed = Removed()
-    folder = Path(local_path(table.metadata.location)) / "metadata"
-    if not folder.is_relative_to(warehouse / FOLDER):
+    folder = local_path(table.metadata.location).rstrip("/") + "/metadata"
+    relative = files.relative(folder)
+    if relative is None or not relative.startswith(f"{FOLDER}/"):
         log.warning("%s: its metadata is in %s, outside the warehouse: left alone", name, folder)
         return removed
     named = metadata_files(table)
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        if str(path) not in named and path.stat().st_mtime < cutoff:
-            removed.add(path)
-            _remove(path, folder, dry_run)
+    for file in files.files(relative):
+        if file.location not in named and file.mtime < cutoff:
+            removed.add(file)
+            _remove(file, files, folder, dry_run)
     return removed
 
 
@@ -210,21 +217,25 @@ def metadata_files(table) -> set[str]:
     return {local_path(uri) for uri in uris}
 
 
-def _log_unknown_metadata(warehouse: Path, removed: dict[str, Removed]) -> None:
+def _log_unknown_metadata(files: storage.Storage, removed: dict[str, Removed]) -> None:
     """Log the table folders of ``_iceberg/`` that belong to no table of the catalog (left alone)."""
     known = {tuple(name.split(".", 1)) for name in removed}
-    for folder in sorted(p for p in (warehouse / FOLDER).glob("*/*") if p.is_dir()):
-        if (folder.parent.name, folder.name) not in known:
-            log.warning("%s: Iceberg metadata of no table of the catalog; left alone", folder.relative_to(warehouse))
+    folders = {tuple(files.relative(file.location).split("/")[1:3]) for file in files.files(FOLDER)}
+    for namespace, table in sorted(folder for folder in folders if len(folder) == 2):
+        if (name_of(namespace), name_of(table)) not in known and (namespace, table) not in known:
+            log.warning("%s/%s/%s: Iceberg metadata of no table of the catalog; left alone", FOLDER, namespace, table)
 
 
-def _remove(path: Path, root: Path, dry_run: bool) -> None:
-    """Remove the file ``path`` and the folders it leaves empty, up to ``root`` (kept)."""
+def _remove(file: storage.StoredFile, files: storage.Storage, root: str, dry_run: bool) -> None:
+    """Remove ``file`` and, in a local warehouse, the folders it leaves empty, up to ``root``
+    (kept; an object store has no folders)."""
     if dry_run:
         return
-    path.unlink()
-    for folder in path.parents:
-        if folder == root or not folder.is_relative_to(root) or any(folder.iterdir()):
+    files.delete(file.location)
+    if not files.is_local:
+        return
+    for folder in Path(file.location).parents:
+        if folder == Path(root) or not folder.is_relative_to(root) or any(folder.iterdir()):
             break
         folder.rmdir()
 
@@ -260,7 +271,7 @@ def prune_staged(staging_dir: Path, warehouse: Path, dry_run: bool = False) -> d
                 continue
             pruned[str(folder)] = removed = Removed()
             for path in committed_files(folder, checkpoint[stream]["file"]):
-                removed.add(path)
+                removed.add(storage.StoredFile(str(path), 0.0, path.stat().st_size))
             if not dry_run:
                 prune(folder, [Path(path).name for path in removed.paths])
             log.info("%s (stream %s, at %s): %d staged files (%d bytes) %s", folder, stream, checkpoint[stream]["file"],
@@ -331,7 +342,8 @@ def run(warehouse: Path, staging: Path | None = None, retention: timedelta = RET
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.maintenance", description=__doc__.split("\n\n")[0])
-    parser.add_argument("warehouse", type=Path)
+    parser.add_argument("warehouse", help="the warehouse: a folder or s3://bucket/prefix")
+    parser.add_argument("--state", type=Path, help="the state folder of an s3:// warehouse (as for the ingest)")
     parser.add_argument("--staging", type=Path, help="a staging folder (or a folder of them) to prune")
     parser.add_argument("--retention-days", type=float, default=RETENTION.days,
                         help=f"expire snapshots older than this (default {RETENTION.days})")
@@ -342,9 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="only report what would be removed")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if not (args.warehouse / FOLDER).is_dir():
-        parser.error(f"{args.warehouse}: no Iceberg catalog there ({FOLDER}/): not a warehouse")
-    lines = run(args.warehouse, args.staging, timedelta(days=args.retention_days), args.keep_last,
+    root = storage.state_folder(args.warehouse, args.state)
+    if not (root / FOLDER).is_dir():
+        parser.error(f"{args.warehouse}: no Iceberg catalog in {root / FOLDER}: not a warehouse")
+    lines = run(storage.attach(args.warehouse, args.state), args.staging, timedelta(days=args.retention_days), args.keep_last,
                 timedelta(hours=args.orphan_age_hours), args.dry_run)
     print("\n".join(lines))
     return 0

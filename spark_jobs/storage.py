@@ -48,6 +48,16 @@ class StorageUnavailable(RuntimeError):
     does not answer): nothing was published."""
 
 
+@dataclass(frozen=True, order=True)
+class StoredFile:
+    """A file of the warehouse's storage: its location, modification time (seconds since the
+    epoch) and size."""
+
+    location: str
+    mtime: float
+    size: int
+
+
 @dataclass(frozen=True)
 class Storage:
     """The storage of one warehouse: ``uri`` is ``s3://bucket/prefix`` or an absolute folder."""
@@ -106,13 +116,12 @@ class Storage:
                  "region": "s3.region"}
         return {names[key]: value for key, value in settings.items() if value and key in names}
 
-    def files(self, relative: str) -> list[tuple[str, float]]:
-        """Every file under the warehouse folder ``relative`` (its location and modification time,
-        seconds since the epoch), in path order."""
+    def files(self, relative: str) -> list[StoredFile]:
+        """Every file under the warehouse folder ``relative``, in path order."""
         filesystem, path = open_file(self.location(relative))
         found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
-        prefix = self.location(relative)[: -len(path)] if not self.is_local else ""
-        return sorted((prefix + info.path, info.mtime.timestamp() if info.mtime else 0.0)
+        prefix = "" if self.is_local else self.location(relative)[: -len(path)]
+        return sorted(StoredFile(prefix + info.path, info.mtime.timestamp() if info.mtime else 0.0, info.size)
                       for info in found if info.type == pafs.FileType.File)
 
     def delete(self, location: str) -> None:

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import os
 import shutil
+from datetime import timedelta
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from mariadb_workload import EVOLVED_TABLES, assert_current_equals_server, switching_statements, warehouse_rows
 from s3_server import ACCESS_KEY, REGION, SECRET_KEY
-from spark_jobs import catalog, publish, storage
+from spark_jobs import catalog, maintenance, publish, storage
 from spark_jobs.ingest import ingest
 
 pytestmark = pytest.mark.integration
@@ -144,6 +147,24 @@ def test_an_endpoint_that_does_not_answer_stops_the_run_in_seconds(spark, source
     with pytest.raises(storage.StorageUnavailable, match="s3://lake/unreachable at http://127.0.0.1:.*cannot be read"):
         ingest(str(source), uri, spark=spark)
     assert publish.read_checkpoint(storage.state_folder(uri)) == {}
+
+
+def test_maintenance_removes_an_orphan_object_and_keeps_every_table(mariadb, s3_server, s3_warehouse):
+    uri, root = s3_warehouse
+    bucket, prefix = uri.split("/", 3)[2:]
+    table = EVOLVED_TABLES[0].name
+    orphan = f"{prefix}/current/{DATABASE}/{table}/dead-00000.parquet"
+    buffer = pa.BufferOutputStream()
+    pq.write_table(pa.table({"id": [1]}), buffer)
+    s3_server.client().put_object(Bucket=bucket, Key=orphan, Body=buffer.getvalue().to_pybytes())
+    referenced = {path for each in EVOLVED_TABLES for path in catalog.data_files(root, catalog.current_table(
+        DATABASE, each.name))}
+    removed = maintenance.remove_orphan_files(root, older_than=timedelta(0))
+    assert removed[f"{DATABASE}.{table}"].paths == [f"s3://{bucket}/{orphan}"]
+    assert not set().union(*(each.paths for each in removed.values())) & referenced
+    assert "Contents" not in s3_server.client().list_objects_v2(Bucket=bucket, Prefix=orphan)
+    assert maintenance.remove_orphan_files(root, older_than=timedelta(0))[f"{DATABASE}.{table}"].files == 0
+    assert_current_equals_server(mariadb, root, DATABASE, EVOLVED_TABLES)
 
 
 def _sorted_text(rows: list[dict]) -> list[str]:

@@ -63,11 +63,13 @@ def test_files_put_into_an_object_store_are_read_back_and_listed(s3_env, tmp_pat
     warehouse.check()
     source = tmp_path / "r-00000.parquet"
     pq.write_table(pa.table({"a": [1, 2]}), source)
+    source_size = source.stat().st_size
     warehouse.put(source, "current/my%20db/t/r-00000.parquet")
     assert not source.exists()
     location = warehouse.location("current/my%20db/t/r-00000.parquet")
     assert storage.read_parquet(location).column("a").to_pylist() == [1, 2]
-    assert [found for found, _ in warehouse.files("current")] == [location]
+    [found] = warehouse.files("current")
+    assert found.location == location and found.size == source_size and found.mtime > 0
     warehouse.delete(location)
     assert warehouse.files("current") == []
 
