@@ -20,6 +20,7 @@ shared config files, instance role) and the endpoint in ``AWS_ENDPOINT_URL``.
 from __future__ import annotations
 
 import logging
+import os
 from urllib.parse import urlparse
 
 from airflow.sdk import BaseHook
@@ -57,6 +58,21 @@ def _s3_settings(conn_id: str) -> dict:
         "secret_key": connection.password or None,
         "region": extra.get("region_name") or None,
     }
+
+
+S3_ENVIRONMENT = {"endpoint_url": "AWS_ENDPOINT_URL", "access_key": "AWS_ACCESS_KEY_ID",
+                  "secret_key": "AWS_SECRET_ACCESS_KEY", "region": "AWS_REGION"}
+"""The standard environment variables each setting of the connection is handed on in."""
+
+
+def export_s3_settings(conn_id: str = DEFAULT_CONN_ID) -> list[str]:
+    """The connection ``conn_id``'s S3 settings set in this process's environment (the standard
+    ``AWS_*`` variables, :data:`S3_ENVIRONMENT`), for the warehouse's storage
+    (:mod:`spark_jobs.storage`) and Spark's Python workers; returns the variables set (none
+    without the connection: the environment's own settings stand)."""
+    settings = {key: value for key, value in _s3_settings(conn_id).items() if value}
+    os.environ.update({S3_ENVIRONMENT[key]: value for key, value in settings.items()})
+    return sorted(S3_ENVIRONMENT[key] for key in settings)
 
 
 def spark_settings(conn_id: str = SPARK_CONN_ID) -> dict[str, str]:

@@ -69,10 +69,11 @@ def open_source(source_uri: str, conn_id: str = settings.S3_CONNECTION_ID) -> Ob
 
 
 def warehouse_of(warehouse_uri: str | None) -> Path:
-    """The warehouse folder: ``warehouse_uri`` (``file:///folder`` or a path) when given, else the
-    configured one (:func:`plugins.settings.warehouse_path`)."""
-    path = settings.local_path(warehouse_uri) if warehouse_uri else settings.warehouse_path()
-    return path.expanduser().resolve()
+    """The warehouse's state folder (:func:`plugins.settings.warehouse_root`): of ``warehouse_uri``
+    (``s3://bucket/prefix``, ``file:///folder``, a path, or a state folder) when given, else of the
+    configured one (:func:`plugins.settings.warehouse_path`). Every task that reads or writes the
+    warehouse starts here: an object-store warehouse's tasks get the S3 settings."""
+    return settings.warehouse_root(warehouse_uri) if warehouse_uri else settings.warehouse_path()
 
 
 def staging_dir_of(source_uri: str) -> Path:
@@ -103,6 +104,7 @@ def discover(
 
     Returns ``{"source", "stream", "warehouse", "checkpoint", "pending": [{"name", "size"}],
     "rebuild"}``; an empty ``pending`` means nothing to do."""
+    warehouse = warehouse_of(str(warehouse))
     with warehouse_lock(warehouse, purpose="discover"):  # never while another process commits
         ingest.recover(Path(warehouse))  # a commit a dead run left half done moves the checkpoint
     stream = stream_of(source_uri, stream)
@@ -199,7 +201,7 @@ def decode_and_materialize(
 
     Returns ``{"run_id", "inputs", "rows", "bytes", "accepted", "skipped_transactions"}``;
     ``run_id`` is empty when there was nothing to do."""
-    folder = staging_dir_of(source_uri)
+    folder, warehouse = staging_dir_of(source_uri), warehouse_of(str(warehouse))
     with spark_session(spark_master, "decode") as spark:
         if rebuild:
             start, end = (datetime.fromisoformat(moment) for moment in interval)
@@ -233,6 +235,7 @@ def validate(warehouse: str | Path, run_id: str, spark_master: str | None) -> di
     failed, so that nothing is published."""
     if not run_id:
         return None
+    warehouse = warehouse_of(str(warehouse))
     from spark_jobs.validate import import_in_background
 
     import_in_background()  # while Spark starts
@@ -264,6 +267,7 @@ def publish_run(warehouse: str | Path, run_id: str) -> dict | None:
     already published. Returns ``{"run_id", "checkpoint"}`` (None when ``run_id`` is empty)."""
     if not run_id:
         return None
+    warehouse = warehouse_of(str(warehouse))
     result = ingest.publish_run(str(warehouse), run_id)
     checkpoint = publish.read_checkpoint(Path(warehouse)).get(result.stream) if result.stream else None
     log.info("run %s published; stream %s now at %s", run_id, result.stream or "(unchanged)", position_text(checkpoint))

@@ -13,7 +13,12 @@ Reading a Variable never fails: without a reachable Airflow metadata database
 or API (a plain Python process, a Spark executor, a test) the lookup goes on
 with the environment and the default.
 
-The warehouse is a local folder: a ``file://`` URI or a plain path.
+The warehouse is a local folder (a ``file://`` URI or a plain path) or an object-store
+prefix ``s3://bucket/prefix`` (:mod:`spark_jobs.storage`). binlake names a warehouse by its
+state folder (the folder itself for a local one); an ``s3://`` warehouse's is
+``s3/<bucket>/<prefix>`` under ``BINLAKE_STATE_DIR``, else under
+``$AIRFLOW_HOME/binlake/state``, and its tasks reach the object store with the
+settings of the connection ``binlake_s3`` (:func:`plugins.hooks.export_s3_settings`).
 """
 
 from __future__ import annotations
@@ -33,9 +38,31 @@ STAGING_VARIABLE, STAGING_ENV = "binlake_staging_dir", "BINLAKE_STAGING_DIR"
 
 
 def warehouse_path() -> Path:
-    """The warehouse root folder (see the module text for where it comes from)."""
+    """The state folder of the configured warehouse (see the module text for where it comes from)."""
     uri = _setting(WAREHOUSE_VARIABLE, WAREHOUSE_ENV) or (airflow_home() / "binlake" / "warehouse").as_uri()
-    return local_path(uri)
+    return warehouse_root(uri)
+
+
+def warehouse_root(uri: str) -> Path:
+    """The state folder of the warehouse ``uri`` (an ``s3://`` URI, a ``file://`` URI, a path, or
+    the state folder of an ``s3://`` warehouse); for an object-store warehouse, this process gets
+    the S3 settings of the connection ``binlake_s3`` first."""
+    from spark_jobs import storage
+
+    if storage.is_object_store(uri):
+        _export_s3_settings()
+        base = os.environ.get(storage.STATE_ENV) or airflow_home() / "binlake" / "state"
+        return storage.attach(uri, state=storage.state_folder(uri, base=base))
+    root = local_path(uri).expanduser().resolve()
+    if not storage.of(root).is_local:
+        _export_s3_settings()
+    return root
+
+
+def _export_s3_settings() -> None:
+    from plugins.hooks import export_s3_settings  # reads the Airflow connection: Airflow only when needed
+
+    export_s3_settings(S3_CONNECTION_ID)
 
 
 def staging_path() -> Path:
@@ -49,15 +76,16 @@ def airflow_home() -> Path:
 
 
 def local_path(uri: str) -> Path:
-    """The folder a ``file://`` URI or a plain path names; any other scheme is an error."""
+    """The folder a ``file://`` URI or a plain path names; any other scheme is an error (an
+    ``s3://`` warehouse is taken by :func:`warehouse_root`)."""
     parsed = urlparse(uri)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
             raise ValueError(f"{uri!r}: a file:// URI must name a local path (file:///path)")
         return Path(unquote(parsed.path))
     if parsed.scheme:
-        raise ValueError(f"{uri!r}: the warehouse must be a local folder, a file:// URI or a plain path "
-                         f"({parsed.scheme}:// is not supported)")
+        raise ValueError(f"{uri!r}: expected a local folder (a file:// URI or a plain path; a warehouse may be "
+                         f"s3://bucket/prefix too): {parsed.scheme}:// is not supported")
     return Path(uri).expanduser()
 
 

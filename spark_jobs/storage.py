@@ -208,15 +208,16 @@ def _first_line(exc: BaseException) -> str:
 # -- a warehouse's state folder -----------------------------------------------------
 
 
-def state_folder(uri: str, state: str | os.PathLike[str] | None = None) -> Path:
+def state_folder(uri: str, state: str | os.PathLike[str] | None = None,
+                 base: str | os.PathLike[str] | None = None) -> Path:
     """The state folder of the warehouse ``uri``: the folder itself for a local warehouse
-    (``file://`` or a path), else ``state``, or ``s3/<bucket>/<prefix>`` under
-    ``$BINLAKE_STATE_DIR`` (default ``~/.local/state/binlake``)."""
+    (``file://`` or a path), else ``state``, or ``s3/<bucket>/<prefix>`` under ``base``,
+    ``$BINLAKE_STATE_DIR`` or ``~/.local/state/binlake``."""
     parsed = urlparse(str(uri))
     if parsed.scheme in OBJECT_SCHEMES:
         if state is None:
-            base = Path(os.environ.get(STATE_ENV) or Path(os.environ.get("XDG_STATE_HOME") or "~/.local/state") / "binlake")
-            state = base.expanduser() / "s3" / parsed.netloc / parsed.path.strip("/")
+            base = base or os.environ.get(STATE_ENV) or Path(os.environ.get("XDG_STATE_HOME") or "~/.local/state") / "binlake"
+            state = Path(base).expanduser() / "s3" / parsed.netloc / parsed.path.strip("/")
         return Path(state).expanduser().resolve()
     if parsed.scheme == "file":
         return Path(unquote(parsed.path)).resolve()

@@ -379,5 +379,39 @@ def test_the_same_binlogs_under_another_prefix_are_refused_until_named_as_the_st
     assert named["report"]["run_id"] == "" and named["files"] == before["files"]
 
 
+def test_a_warehouse_in_s3_gets_the_same_tables_and_a_rebuild_of_its_day(airflow_env, s3_server, tmp_path,
+                                                                          monkeypatch):
+    """The samples ingested by a DAG run into ``s3://`` (the ``binlake_s3`` connection's settings,
+    a state folder under ``BINLAKE_STATE_DIR``), then their day rebuilt there."""
+    from s3_server import ACCESS_KEY, REGION, SECRET_KEY
+    from spark_jobs import catalog, storage
+
+    bucket = s3_server.create_bucket("s3-warehouse")
+    for sample in SAMPLES:
+        s3_server.client().upload_file(str(sample), bucket, f"binlogs/{sample.name}")
+    env = {**airflow_env, storage.STATE_ENV: str(tmp_path / "state")}
+    conf = {"source_uri": f"s3://{bucket}/binlogs", "warehouse_uri": f"s3://{bucket}/lake", "spark_master": "local[2]"}
+    ingested = run_dag(env, conf, tmp_path / "ingest.log")
+    rebuilt = run_dag(env, {**conf, "rebuild": True}, tmp_path / "rebuild.log", logical_date=SAMPLES_DAY)
+    assert_succeeded(ingested, ALL_TASKS)
+    assert_succeeded(rebuilt, ALL_TASKS)
+    assert rebuilt["report"]["run_id"].startswith("backfill-")
+    for name, value in {"AWS_ENDPOINT_URL": s3_server.endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}.items():
+        monkeypatch.setenv(name, value)
+    warehouse = storage.state_folder(conf["warehouse_uri"], base=tmp_path / "state")
+    logged = [change for sample in SAMPLES for change in logged_changes(sample)]
+    for table, count in table_counts(logged).items():
+        changes = changes_of(warehouse, table)
+        keys = [tuple(change[k] for k in KEY) for change in changes]
+        assert len(keys) == len(set(keys)) == count, table
+        assert changes_of(warehouse, table) and all(
+            path.startswith(f"s3://{bucket}/lake/") for path in catalog.data_files(warehouse, ("shop", "orders")))
+    for table, keys in expected_current(logged).items():
+        assert current_ids(warehouse, table) == keys
+    assert [r["kind"] for r in sorted(run_records(warehouse), key=lambda r: r["finished"])] == ["ingest", "backfill"]
+    assert not list(warehouse.rglob("*.parquet")), "table files left in the state folder"
+
+
 if __name__ == "__main__":
     main(json.loads(sys.argv[1]))

@@ -378,10 +378,10 @@ def test_without_a_fixed_warehouse_the_page_reads_the_settings(warehouse, token,
     assert "run-passed" in client.get("/").text
     monkeypatch.setenv("AIRFLOW_VAR_BINLAKE_WAREHOUSE_URI", str(warehouse.parent / "elsewhere"))  # the Variable wins
     assert "No runs yet." in client.get("/").text
-    monkeypatch.setenv("AIRFLOW_VAR_BINLAKE_WAREHOUSE_URI", "s3://bucket/warehouse")
+    monkeypatch.setenv("AIRFLOW_VAR_BINLAKE_WAREHOUSE_URI", "hdfs://namenode/warehouse")
     unusable = client.get("/")
     assert unusable.status_code == 500
-    assert "s3:// is not supported" in unusable.text and "binlake_warehouse_uri" in unusable.text
+    assert "hdfs:// is not supported" in unusable.text and "binlake_warehouse_uri" in unusable.text
 
 
 def test_the_plugin_mounts_the_app_under_binlake_and_adds_a_navigation_entry():

@@ -101,3 +101,23 @@ def test_spark_memory_comes_from_the_binlake_spark_connection(monkeypatch):
     assert spark_settings() == {}
     monkeypatch.delenv("AIRFLOW_CONN_BINLAKE_SPARK")
     assert spark_settings() == {}  # no connection: the session's defaults, from the machine
+
+
+def test_a_warehouse_in_s3_takes_its_settings_from_the_connection(s3_server, monkeypatch, tmp_path):
+    from plugins.settings import warehouse_root
+    from spark_jobs import storage
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
+        monkeypatch.setenv(name, "from-the-environment")  # the connection wins; restored after the test
+    monkeypatch.setenv("AIRFLOW_CONN_BINLAKE_S3", connection_json(s3_server.endpoint_url))
+    monkeypatch.setenv(storage.STATE_ENV, str(tmp_path))
+    bucket = s3_server.create_bucket("warehouse-connection")
+
+    root = warehouse_root(f"s3://{bucket}/lake")
+    assert root == tmp_path / "s3" / bucket / "lake" and storage.of(root).uri == f"s3://{bucket}/lake"
+    assert storage.s3_settings() == {"endpoint": s3_server.endpoint_url, "access_key": "conn-key",
+                                     "secret_key": "conn-secret", "session_token": None, "region": "eu-west-1"}
+    storage.of(root).check()  # the bucket answers with those settings
+    monkeypatch.setenv("AWS_ENDPOINT_URL", UNREACHABLE)
+    assert warehouse_root(str(root)) == root  # a task given the state folder gets the settings again
+    assert storage.s3_settings()["endpoint"] == s3_server.endpoint_url
