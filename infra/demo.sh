@@ -5,15 +5,17 @@
 #      bucket binlake-demo and uploads samples/mariadb-bin.* under binlogs/;
 #   2. points the Airflow connection binlake_s3 at it (AIRFLOW_CONN_BINLAKE_S3);
 #   3. runs the DAG once with `airflow dags test` (Airflow home .infra/demo/airflow
-#      with SQLite, warehouse .infra/demo/warehouse, Spark local[2]);
-#   4. stops the S3 server (also when something failed) and prints where the
-#      Parquet tables and the Data Docs are, with a few lines queried from them
-#      with DuckDB.
+#      with SQLite, warehouse s3://binlake-demo/warehouse in the same server, its
+#      state folder and SQLite Iceberg catalog under .infra/demo/state, Spark
+#      local[2]);
+#   4. prints the warehouse's Iceberg tables, read from the S3 server through
+#      DuckDB's Iceberg reader, and where the Data Docs are; then stops the S3
+#      server (also when something failed).
 #
-# Running it again is safe: the second run finds nothing new after the
-# warehouse's checkpoint, changes nothing, and prints the same summary.
-# Everything lives under .infra/demo/ (delete it to start over). S3_PORT picks the
-# server's port (default: a free one).
+# The server keeps its buckets in memory: each run starts from an empty server
+# and an empty warehouse (the state folder of the last run is cleared), so running
+# it again is safe and prints the same tables. Everything lives under .infra/demo/.
+# S3_PORT picks the server's port (default: a free one).
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +24,8 @@ VPY="$REPO/.venv/bin/python"
 DEMO="$REPO/.infra/demo"
 BUCKET=binlake-demo
 PREFIX=binlogs
-WAREHOUSE="$DEMO/warehouse"
+WAREHOUSE="s3://$BUCKET/warehouse"
+export BINLAKE_STATE_DIR="$DEMO/state"
 S3_DIR="$DEMO/s3"
 LOG="$DEMO/dag_test.log"
 
@@ -63,19 +66,18 @@ connection() {  # connection ENDPOINT: the binlake_s3 connection as Airflow read
   printf '{"conn_type": "aws", "login": "demo", "password": "demo", "extra": {"endpoint_url": "%s", "region_name": "us-east-1"}}' "$1"
 }
 
-summary() {
-  "$VPY" - "$WAREHOUSE" <<'EOF'
+summary() {  # summary ENDPOINT
+  AWS_ENDPOINT_URL="$1" AWS_ACCESS_KEY_ID=demo AWS_SECRET_ACCESS_KEY=demo AWS_REGION=us-east-1 \
+    "$VPY" - "$WAREHOUSE" <<'EOF'
 import json
 import sys
-from pathlib import Path
 
+from spark_jobs import catalog, storage
 
-from spark_jobs import catalog
-
-warehouse = Path(sys.argv[1])
-print(f"Iceberg catalog: {catalog.uri_of(warehouse)}; tables of the warehouse {warehouse}")
-# every table through the catalog: DuckDB's Iceberg reader, its extensions loaded by path
-iceberg = catalog.duckdb_connection()
+warehouse = storage.state_folder(sys.argv[1])
+print(f"Iceberg catalog: {catalog.uri_of(warehouse)}; tables of the warehouse {sys.argv[1]}")
+# every table through the catalog: DuckDB's Iceberg reader (and httpfs), their extensions loaded by path
+iceberg = catalog.duckdb_connection(warehouse)
 
 
 def scan(table) -> str:
@@ -106,6 +108,7 @@ print(iceberg.sql(f"select id, customer_id, status, amount, note from {scan(('sh
 EOF
 }
 
+rm -rf "$BINLAKE_STATE_DIR"  # the last run's warehouse was in the last server's memory
 mkdir -p "$DEMO" "$AIRFLOW_HOME"
 echo "==> starting a private S3 server"
 ENDPOINT="$(start_s3)"
@@ -131,4 +134,4 @@ grep -E '\[plugins\.ingest_tasks\]' "$LOG" |
   sed -E 's/^[^ ]+ \[[a-z]+ *\] /    /; s/ *\[plugins\.ingest_tasks\].*$//'
 
 echo
-summary
+summary "$ENDPOINT"

@@ -47,7 +47,7 @@ from urllib.parse import quote, urlparse
 from plugins import settings
 from plugins.object_store import ObjectStore, open_store
 from plugins.staging import pending_objects, stage, stage_named
-from spark_jobs import backfill, ingest, publish
+from spark_jobs import backfill, ingest, publish, storage
 from spark_jobs.expectations import verdict
 from spark_jobs.lock import warehouse_lock
 from spark_jobs.streams import default_stream, position_of, position_text
@@ -282,7 +282,7 @@ def report(
     run_id = (prepared or {}).get("run_id") or ""
     summary = {
         "source": source_uri,
-        "warehouse": str(warehouse),
+        "warehouse": storage.of(warehouse).uri,  # the folder, or the s3:// URI of a warehouse in an object store
         "run_id": run_id,
         "rows": (prepared or {}).get("rows", {}) if run_id else {},
         "quality": quality,
