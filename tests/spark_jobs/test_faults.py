@@ -17,8 +17,9 @@ through the Iceberg catalog, and the metadata tables runs append to hold what
 their folders hold, each row once.
 
 The moments are drawn from a seeded generator (``BINLAKE_FAULTS_SEED``); the
-assertions hold whatever moment a kill lands on. The
-suite kills 3 runs; ``BINLAKE_FAULTS=N`` kills N. Runs skip the validation
+assertions hold whatever moment a kill lands on. The test runs with the
+warehouse in a folder, and in ``s3://`` on the private S3 server (its state
+folder local) against a clean run into a folder. The suite kills 3 runs; ``BINLAKE_FAULTS=N`` kills N. Runs skip the validation
 step to spend the time on kills: it writes the run's quality report under
 ``quality/`` and publishes nothing.
 """
@@ -37,12 +38,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow.parquet as pq
+import pytest
 
 from binlog_codec.reader import BinlogReader
 from binlog_codec.transactions import scan_transactions
 from mariadb import REPO_ROOT
-from spark_jobs import catalog, publish
+from s3_server import ACCESS_KEY, REGION, SECRET_KEY
+from spark_jobs import catalog, publish, storage
 from spark_jobs.ingest import RUNS_FOLDER
 from spark_jobs.streams import position_of
 
@@ -64,16 +66,28 @@ class Tally:
         return f"{sum(self.killed.values())} runs killed ({phases}); {self.finished_first} finished before their kill"
 
 
-def ingest_command(source: Path, warehouse: Path) -> list[str]:
-    return [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source), "--warehouse", str(warehouse),
-            "--master", "local[2]", "--no-validation"]
+@dataclass(frozen=True)
+class Warehouse:
+    """A warehouse as the runs are given it (``uri``: a folder or ``s3://``) and its state folder."""
+
+    uri: str
+    state: Path
+
+    @classmethod
+    def folder(cls, path: Path) -> "Warehouse":
+        return cls(str(path), path)
+
+
+def ingest_command(source: Path, warehouse: Warehouse) -> list[str]:
+    return [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source), "--warehouse", warehouse.uri,
+            "--state", str(warehouse.state), "--master", "local[2]", "--no-validation"]
 
 
 def environment() -> dict[str, str]:
     return {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO_ROOT)}
 
 
-def run_to_the_end(source: Path, warehouse: Path, log: Path) -> int:
+def run_to_the_end(source: Path, warehouse: Warehouse, log: Path) -> int:
     """One complete ingest; returns the number of lines it logged."""
     with open(log, "w") as output:
         done = subprocess.run(ingest_command(source, warehouse), stdout=output, stderr=subprocess.STDOUT,
@@ -82,7 +96,7 @@ def run_to_the_end(source: Path, warehouse: Path, log: Path) -> int:
     return len(logged_lines(log))
 
 
-def run_and_kill(source: Path, warehouse: Path, moment: tuple[int, float], log: Path, tally: Tally) -> None:
+def run_and_kill(source: Path, warehouse: Warehouse, moment: tuple[int, float], log: Path, tally: Tally) -> None:
     """An ingest killed (SIGKILL to its whole process group) at ``moment``: ``delay`` seconds after
     it logged its ``lines``-th line, unless it finished before."""
     lines, delay = moment
@@ -157,9 +171,27 @@ def positions(warehouse: Path) -> dict:
     return {stream: position_of(entry) for stream, entry in publish.read_checkpoint(warehouse).items()}
 
 
-def test_runs_killed_at_random_moments_publish_every_row_exactly_once(tmp_path):
+def folder_rows(warehouse: Path, name: str) -> list[dict]:
+    """Every row of the files under ``metadata/<name>/`` of the warehouse's storage, whatever the catalog says."""
+    files = storage.of(warehouse)
+    return [row for file in files.files(f"metadata/{name}") for row in storage.read_parquet(file.location).to_pylist()]
+
+
+@pytest.fixture(params=["folder", "s3"])
+def faulted(request, tmp_path) -> Warehouse:
+    """The warehouse the runs are killed in: a folder, or ``s3://`` on the private S3 server."""
+    if request.param == "folder":
+        return Warehouse.folder(tmp_path / "faulted")
+    server, monkeypatch = request.getfixturevalue("s3_server"), request.getfixturevalue("monkeypatch")
+    for name, value in {"AWS_ENDPOINT_URL": server.endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}.items():
+        monkeypatch.setenv(name, value)  # for the runs (their environment is this one's) and the reads here
+    return Warehouse(f"s3://{server.create_bucket('faults')}/faulted", tmp_path / "faulted-state")
+
+
+def test_runs_killed_at_random_moments_publish_every_row_exactly_once(tmp_path, faulted):
     rng = random.Random(SEED)
-    source, clean, faulted = tmp_path / "source", tmp_path / "clean", tmp_path / "faulted"
+    source, clean = tmp_path / "source", Warehouse.folder(tmp_path / "clean")
     states = growth(rng, KILLS)
     write_source(source, states[-1])
     lines = run_to_the_end(source, clean, tmp_path / "clean.log")
@@ -175,6 +207,7 @@ def test_runs_killed_at_random_moments_publish_every_row_exactly_once(tmp_path):
     write_source(source, states[-1])
     run_to_the_end(source, faulted, tmp_path / "last.log")
     print(f"seed {SEED}: {tally.summary()}")
+    clean, faulted = clean.state, faulted.state
 
     expected_changes, changes = rows(clean, "changes"), rows(faulted, "changes")
     assert sorted(changes) == sorted(expected_changes) and sum(map(len, changes.values())) > 0
@@ -192,7 +225,7 @@ def test_runs_killed_at_random_moments_publish_every_row_exactly_once(tmp_path):
     # the catalog's tables hold every committed row once, as the folders do
     for name in ("transactions", "schema_changes"):
         through_catalog = catalog.open_catalog(faulted).load_table(catalog.identifier(name)).scan().to_arrow()
-        assert as_multiset(through_catalog.to_pylist()) == as_multiset(pq.read_table(faulted / "metadata" / name).to_pylist())
+        assert as_multiset(through_catalog.to_pylist()) == as_multiset(folder_rows(faulted, name))
 
 
 
@@ -200,7 +233,7 @@ def test_runs_killed_at_random_moments_publish_every_row_exactly_once(tmp_path):
 def test_a_file_cut_inside_an_event_fails_the_run_and_publishes_nothing(tmp_path):
     """Half an event at a file's end is a broken file, not one being written: the run stops
     with the located error, and once the file is whole a run publishes all of it."""
-    source, warehouse = tmp_path / "source", tmp_path / "warehouse"
+    source, warehouse = tmp_path / "source", Warehouse.folder(tmp_path / "warehouse")
     sample = SAMPLES[0]
     last = list(BinlogReader(sample))[-1]
     write_source(source, {sample.name: last.pos + last.size // 2})
@@ -208,7 +241,7 @@ def test_a_file_cut_inside_an_event_fails_the_run_and_publishes_nothing(tmp_path
                             env=environment(), timeout=900)
     assert broken.returncode != 0
     assert f"{sample.name}: at {last.pos}" in broken.stderr and "TruncatedError" in broken.stderr
-    assert not (warehouse / "changes").exists() and publish.read_checkpoint(warehouse) == {}
+    assert not (warehouse.state / "changes").exists() and publish.read_checkpoint(warehouse.state) == {}
     write_source(source, {sample.name: sample.stat().st_size})
     run_to_the_end(source, warehouse, tmp_path / "whole.log")
-    assert publish.read_checkpoint(warehouse)[str(source.resolve())]["position"] == sample.stat().st_size
+    assert publish.read_checkpoint(warehouse.state)[str(source.resolve())]["position"] == sample.stat().st_size
