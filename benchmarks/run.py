@@ -88,6 +88,7 @@ READ_ROWS = "python read_rows"
 INGEST_1 = "spark ingest local[1]"
 INGEST_2 = "spark ingest local[2]"
 INGEST_2_VALIDATED = "spark ingest local[2], validation on"
+INGEST_2_S3 = "spark ingest local[2], validation on, s3:// warehouse"
 INGEST_1_CPU = "spark ingest local[1], one CPU"
 INCREMENTAL = "spark ingest, incremental 1,100 changes"
 BIG_TRANSACTION = "spark ingest, 4M changes in one transaction"
@@ -97,7 +98,7 @@ RATIOS = [(CODEC_ROWS, PYMYSQLREPLICATION), (READ_ROWS, PYMYSQLREPLICATION), (CO
           (ARROW, MARIADB_V), (CODEC_ROWS, CODEC_ROWS_PURE), (INGEST_2, INGEST_1), (INGEST_2, INGEST_1_CPU)]
 # Seconds of the first entry over seconds of the second: how many times as long
 # the first takes.
-TIME_RATIOS = [(INGEST_2, CODEC_ROWS), (INGEST_2_VALIDATED, INGEST_2)]
+TIME_RATIOS = [(INGEST_2, CODEC_ROWS), (INGEST_2_VALIDATED, INGEST_2), (INGEST_2_S3, INGEST_2_VALIDATED)]
 # What binlog-codec aims at on one core (rows/s; rows/s over a peer's; peak
 # memory), how the ingest scales from one core to two (rows/s of local[2] over
 # rows/s of local[1]), and how long the ingest may take next to the codec alone.
@@ -332,30 +333,60 @@ class PeakMemory:
 
 
 def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = None,
-                 validation: bool = False) -> tuple[float, dict]:
+                 validation: bool = False, s3: bool = False) -> tuple[float, dict]:
     """``python -m spark_jobs.ingest`` over a folder holding just ``path`` into a
-    fresh warehouse (:func:`run_ingest`). Output goes to
-    ``.bench/ingest/<master>[-cpuN][-validated].log``; the warehouse is kept until the next run."""
+    fresh warehouse (:func:`run_ingest`); with ``s3``, the warehouse is ``s3://`` on a private
+    S3 server started for the run (:func:`s3_server`). Output goes to
+    ``.bench/ingest/<master>[-cpuN][-validated][-s3].log``; a local warehouse is kept until the next run."""
     tag = (re.sub(r"[^\w]+", "-", master).strip("-") + (f"-cpu{cpus}" if cpus else "")
-           + ("-validated" if validation else ""))
+           + ("-validated" if validation else "") + ("-s3" if s3 else ""))
     source = ingest_source(path)
-    warehouse = INGEST_DIR / f"warehouse-{tag}"
-    if warehouse.exists():
-        shutil.rmtree(warehouse)
-    return run_ingest(source, warehouse, INGEST_DIR / f"{tag}.log", master, timeout, cpus, validation)
+    state = INGEST_DIR / f"warehouse-{tag}"
+    if state.exists():
+        shutil.rmtree(state)
+    log_path = INGEST_DIR / f"{tag}.log"
+    if not s3:
+        return run_ingest(source, str(state), log_path, master, timeout, cpus, validation)
+    with s3_server(INGEST_DIR / "s3") as settings:
+        return run_ingest(source, "s3://bench/warehouse", log_path, master, timeout, cpus, validation,
+                          state=state, env=settings)
 
 
-def run_ingest(source: Path, warehouse: Path, log_path: Path, master: str, timeout: float,
-               cpus: int | None = None, validation: bool = False) -> tuple[float, dict]:
+@contextlib.contextmanager
+def s3_server(folder: Path):
+    """A private S3 server (``infra/s3_server.sh``, moto, in memory) with an empty bucket
+    ``bench``, for one run; yields the ``AWS_*`` settings that reach it."""
+    env = dict(os.environ, PYTHON=sys.executable)
+    started = subprocess.run(["bash", str(REPO_ROOT / "infra" / "s3_server.sh"), "start", str(folder)],
+                             capture_output=True, text=True, env=env, timeout=120, check=True)
+    endpoint = re.search(r"endpoint=(\S+)", started.stdout)[1]
+    settings = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+                "AWS_REGION": "us-east-1"}
+    try:
+        import boto3
+
+        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="bench", aws_secret_access_key="bench",
+                     region_name="us-east-1").create_bucket(Bucket="bench")
+        yield settings
+    finally:
+        subprocess.run(["bash", str(REPO_ROOT / "infra" / "s3_server.sh"), "stop", str(folder)],
+                       capture_output=True, env=env, timeout=120)
+
+
+def run_ingest(source: Path, warehouse: str, log_path: Path, master: str, timeout: float,
+               cpus: int | None = None, validation: bool = False, state: Path | None = None,
+               env: dict | None = None) -> tuple[float, dict]:
     """``python -m spark_jobs.ingest --source source --warehouse warehouse`` as its own process
     (its own JVM), its stderr to ``log_path``. Returns the wall time of the whole command and
     what the run reported (rows, per table, phases, peak memory, :func:`log_problems`).
     ``cpus``: the process and all it starts (the JVM, the Python workers) may run
     on that many CPUs only, the first ones; ``validation``: with the Great
-    Expectations gate, as users run it (else ``--no-validation``)."""
-    argv = [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source),
-            "--warehouse", str(warehouse), "--master", master] + ([] if validation else ["--no-validation"])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    Expectations gate, as users run it (else ``--no-validation``); ``state``: the state folder of
+    an ``s3://`` warehouse, ``env``: variables added to the environment (its S3 settings)."""
+    argv = [sys.executable, "-m", "spark_jobs.ingest", "--source", str(source), "--warehouse", warehouse,
+            "--master", master] + ([] if validation else ["--no-validation"])
+    argv += ["--state", str(state)] if state else []
+    env = dict(os.environ, **(env or {}), PYTHONPATH=os.pathsep.join(
         p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p))
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -399,7 +430,7 @@ def run_ingest(source: Path, warehouse: Path, log_path: Path, master: str, timeo
         "peak_rss_mb": peaks.by_role(),
         "log_problems": log_problems(log_text),
         "log": str(log_path.relative_to(REPO_ROOT)),
-        "warehouse": str(warehouse.relative_to(REPO_ROOT)),
+        "warehouse": warehouse if state else str(Path(warehouse).relative_to(REPO_ROOT)),
     }
 
 
@@ -428,11 +459,11 @@ def scenario_variant(files: list[Path], workdir: Path, tag: str, validation: boo
     try:
         if files[:-1]:
             link_files(files[:-1], source)
-            run_ingest(source, warehouse, workdir / f"{tag}-before.log", SCENARIO_MASTER, timeout,
+            run_ingest(source, str(warehouse), workdir / f"{tag}-before.log", SCENARIO_MASTER, timeout,
                        validation=validation)
         step = "the measured run"
         link_files(files[-1:], source)
-        seconds, out = run_ingest(source, warehouse, workdir / f"{tag}.log", SCENARIO_MASTER, timeout,
+        seconds, out = run_ingest(source, str(warehouse), workdir / f"{tag}.log", SCENARIO_MASTER, timeout,
                                   validation=validation)
     except IngestFailed as exc:
         return {"error": f"{step}: {exc}", "failed_after_s": round(exc.seconds, 2),
@@ -575,6 +606,14 @@ BENCHMARKS: list[dict] = [
                 "Expectations gate on (decode, materialize, validate, publish)",
     },
     {
+        "name": INGEST_2_S3,
+        "ingest": "local[2]",
+        "validation": True,
+        "s3": True,
+        "what": "the same into s3://bench/warehouse on a private S3 server (moto over HTTP on this machine, in "
+                "memory; its own memory not counted), the state folder and SQLite catalog local",
+    },
+    {
         "name": INCREMENTAL,
         "scenario": "incremental",
         "what": "a small incremental run: bench_inc.items ingested with its 100,000 rows first (not measured), "
@@ -646,11 +685,12 @@ def measure(bench: dict, path: Path, repeat: int, timeout: float, tools: dict) -
             cpus = bench.get("cpus")
             result["command"] = ((f"taskset -c {','.join(map(str, range(cpus)))} " if cpus else "")
                                  + f"python -m spark_jobs.ingest --source {INGEST_DIR.relative_to(REPO_ROOT)}/source "
-                                 f"--warehouse <fresh> --master {bench['ingest']}"
-                                 + ("" if bench.get("validation") else " --no-validation"))
+                                 f"--warehouse {'s3://bench/warehouse --state <fresh>' if bench.get('s3') else '<fresh>'}"
+                                 f" --master {bench['ingest']}" + ("" if bench.get("validation") else " --no-validation"))
             runs = []
             for _ in range(repeat):
-                seconds, out = spark_ingest(path, bench["ingest"], timeout, cpus, bench.get("validation", False))
+                seconds, out = spark_ingest(path, bench["ingest"], timeout, cpus, bench.get("validation", False),
+                                            bench.get("s3", False))
                 times.append(seconds)
                 runs.append(out)
             # What the fastest run reported; the phases of every run.
@@ -753,7 +793,7 @@ def _task_peak(by_name: dict) -> float | None:
     """The largest Python worker of the ingest measurements: the most memory a task took."""
     peaks = [
         by_name[name]["returned"]["peak_rss_mb"]["python_worker"]
-        for name in (INGEST_1, INGEST_1_CPU, INGEST_2, INGEST_2_VALIDATED)
+        for name in (INGEST_1, INGEST_1_CPU, INGEST_2, INGEST_2_VALIDATED, INGEST_2_S3)
         if isinstance(by_name.get(name, {}).get("returned"), dict)
     ]
     return max(peaks) if peaks else None

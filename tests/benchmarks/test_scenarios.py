@@ -106,7 +106,7 @@ def _fake_ingests(monkeypatch, fail: str | None = None) -> list[tuple[list[str],
 
     def fake(source, warehouse, log_path, master, timeout, cpus=None, validation=False):
         calls.append((sorted(p.name for p in source.iterdir()), log_path.name, validation))
-        assert master == run.SCENARIO_MASTER and warehouse.name.startswith("warehouse-")
+        assert master == run.SCENARIO_MASTER and Path(warehouse).name.startswith("warehouse-")
         if log_path.name == fail:
             raise run.IngestFailed("exit 1 (log in x):\nTraceback ...", 12.34, {"driver": 1.0},
                                    {"out_of_memory": 2, "error": 3})
