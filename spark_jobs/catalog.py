@@ -40,7 +40,9 @@ where Iceberg allows no promotion (the column is dropped and added again under
 a new field id: no file of the new snapshot holds the old type). In a table a
 commit appends to, such a type change (``INT`` to ``VARCHAR``, ``BIGINT`` to
 ``BIGINT UNSIGNED``) rewrites the table's earlier files with the column in the
-new type (:func:`conform`), in the same snapshot.
+new type (:func:`conform`), in the same snapshot; the casts are tried before the commit's
+journal is written (:func:`check_type_changes`), so that a value the new type cannot hold
+exactly refuses the run instead of stopping its commit half way.
 """
 
 from __future__ import annotations
@@ -515,20 +517,22 @@ def _unified(schemas: list[pa.Schema]) -> pa.Schema:
     return pa.unify_schemas(schemas, promote_options="permissive") if len(schemas) > 1 else schemas[0]
 
 
+def _retyped(current, target: pa.Schema) -> set[str]:
+    """The columns of the Iceberg schema ``current`` whose type in ``target`` Iceberg cannot
+    promote them to (:func:`_fits`)."""
+    incoming = _iceberg_schema(target)
+    return {column.name for column in current.columns if column.name in target.names and not _fits(
+        column.field_type, incoming.find_field(column.name, case_sensitive=True).field_type)}
+
+
 def _evolve(transaction, target: pa.Schema, whole: bool) -> set[str]:
     """Bring the table's schema to ``target``: columns added by name; a column whose type
     Iceberg cannot promote to the new one is dropped and added again (a new field id); a table
     replaced ``whole`` loses the columns ``target`` lacks and takes its column order. Returns the
     columns dropped and added again for their type."""
     current = transaction.table_metadata.schema()
-    incoming = _iceberg_schema(target)
-    retyped, gone = set(), set()
-    for column in current.columns:
-        new = incoming.find_field(column.name, case_sensitive=True) if column.name in target.names else None
-        if new is None:
-            gone |= {column.name} if whole else set()
-        elif not _fits(column.field_type, new.field_type):
-            retyped.add(column.name)
+    retyped = _retyped(current, target)
+    gone = {column.name for column in current.columns if column.name not in target.names} if whole else set()
     if retyped or gone:
         with transaction.update_schema() as schema:
             for name in sorted(retyped | gone):
@@ -588,6 +592,46 @@ def _fits(old, new) -> bool:
         except ResolveError:
             pass
     return False
+
+
+class TypeChangeRefused(ValueError):
+    """A type change would rewrite a table's earlier files, and a value of theirs cannot be cast
+    exactly to the new type: the run is refused before its commit starts."""
+
+
+def check_type_changes(warehouse: Path, commits: list[TableCommit], sources: dict[str, str]) -> None:
+    """Before a commit's journal is written: in each table a commit appends to, the earlier files
+    that a column's type change would rewrite (:func:`_conform_kept`) take the new type exactly;
+    else :class:`TypeChangeRefused` names the table, the column, both types and the value, and
+    nothing is published. ``sources``: where the run's files are until they move (relative path
+    in the warehouse: location)."""
+    if not has_catalog(warehouse):
+        return
+    place = storage.of(warehouse).location
+    with _answering(warehouse, "checking the run's type changes"), connected(warehouse) as catalog:
+        for commit in commits:
+            table = _load(catalog, commit.table) if commit.files else None
+            if table is None:
+                continue
+            target = _unified([_read_schema(sources.get(relative, place(relative))) for relative in commit.files])
+            retyped = _retyped(table.schema(), target)
+            scopes = tuple(place(folder) + "/" for folder in commit.replaced)
+            kept = [path for path in _referenced(table) if not (scopes and path.startswith(scopes))] if retyped else []
+            for location in kept:
+                _check_conform(commit.table, location, retyped & set(_read_schema(location).names), target)
+
+
+def _check_conform(table: tuple[str, str], location: str, columns: set[str], target: pa.Schema) -> None:
+    for name in sorted(columns):
+        values = storage.read_parquet(location, columns=[name])
+        try:
+            conform(values, pa.schema([target.field(name)]))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise TypeChangeRefused(
+                f"{'.'.join(table)}: column {name} changes from {values.schema.field(name).type} to "
+                f"{target.field(name).type}, and its earlier rows ({location}) hold values the new type cannot "
+                f"hold exactly ({_first_line(exc)}): nothing was published; the run cannot be appended to them"
+            ) from exc
 
 
 def _conform_kept(kept: list, transaction, retyped: set[str], run_id: str) -> dict:

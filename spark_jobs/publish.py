@@ -115,6 +115,7 @@ def commit(warehouse: Path, run_folder: Path, run_id: str, replaced: tuple[str, 
     warehouse, run_folder = Path(warehouse), Path(run_folder)
     recover(warehouse)
     planned = plan(run_folder, replaced)
+    catalog.check_type_changes(warehouse, planned.tables, {move.target: move.source for move in planned.moves})
     journal = warehouse / JOURNAL / f"{run_id}.json"
     write_atomically(journal, json.dumps(planned.to_json(), indent=1))
     _apply(warehouse, journal)

@@ -239,6 +239,32 @@ def test_a_type_iceberg_cannot_promote_replaces_the_column_of_current_and_rewrit
     assert table.scan(snapshot_id=table.snapshots()[0].snapshot_id).to_arrow().num_rows == 2  # the older snapshot
 
 
+def test_a_type_change_earlier_rows_cannot_take_is_refused_before_the_commit_starts(tmp_path):
+    """VARCHAR to INT in a table runs append to: its earlier file holds ``abc``, which no INT
+    holds; the run is refused before its journal, naming the table, the column and both types,
+    and the tables stay as they were. The same change over convertible text goes through."""
+    old = pa.table({"id": pa.array([1, 2], pa.int32()), "c": pa.array(["7", "abc"])})
+    commit_files(tmp_path, "r1", {"changes/d/t/commit_date=1/r1-0.parquet": old})
+    run = _run_folder(tmp_path, "r2", "changes/d/t/commit_date=1/r2-0.parquet",
+                      pa.table({"id": pa.array([3], pa.int32()), "c": pa.array([3])}))
+    with pytest.raises(catalog.TypeChangeRefused, match=r"d\.t__changes: column c changes from string to int64, "
+                                                        r"and its earlier rows .*r1-0\.parquet.*nothing was published"):
+        publish.commit(tmp_path, run, "r2")
+    assert not (tmp_path / publish.JOURNAL).exists() and (run / "changes/d/t/commit_date=1/r2-0.parquet").exists()
+    assert sorted(row["c"] for row in catalog_rows(tmp_path, ("d", "t__changes"))) == ["7", "abc"]
+    commit_files(tmp_path, "r3", {"changes/d/u/commit_date=1/r3-0.parquet": old.filter(pa.array([True, False]))})
+    publish.commit(tmp_path, _run_folder(tmp_path, "r4", "changes/d/u/commit_date=1/r4-0.parquet",
+                                         pa.table({"id": pa.array([3], pa.int32()), "c": pa.array([3])})), "r4")
+    assert sorted(row["c"] for row in catalog_rows(tmp_path, ("d", "u__changes"))) == [3, 7]
+
+
+def _run_folder(warehouse: Path, run_id: str, relative: str, rows: pa.Table) -> Path:
+    folder = warehouse / "_runs" / run_id / "out"
+    (folder / relative).parent.mkdir(parents=True)
+    pq.write_table(rows, folder / relative)
+    return folder
+
+
 def test_a_column_iceberg_can_promote_is_promoted_and_a_narrower_file_read_in_the_wider_type(tmp_path):
     commit_files(tmp_path, "r1", {"changes/d/t/commit_date=1/r1-0.parquet": pa.table({"c": pa.array([1], pa.int32())})})
     commit_files(tmp_path, "r2", {"changes/d/t/commit_date=1/r2-0.parquet": pa.table({"c": pa.array([2**40])})})
