@@ -356,9 +356,16 @@ def spark_ingest(path: Path, master: str, timeout: float, cpus: int | None = Non
 def s3_server(folder: Path):
     """A private S3 server (``infra/s3_server.sh``, moto, in memory) with an empty bucket
     ``bench``, for one run; yields the ``AWS_*`` settings that reach it."""
+    import socket
+
     env = dict(os.environ, PYTHON=sys.executable)
-    started = subprocess.run(["bash", str(REPO_ROOT / "infra" / "s3_server.sh"), "start", str(folder)],
-                             capture_output=True, text=True, env=env, timeout=120, check=True)
+    with socket.socket() as probe:  # a free port: the last run's server may still hold its own
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = subprocess.run(["bash", str(REPO_ROOT / "infra" / "s3_server.sh"), "start", str(folder), str(port)],
+                             capture_output=True, text=True, env=env, timeout=120)
+    if started.returncode != 0:
+        raise RuntimeError(f"the S3 server did not start: {started.stderr.strip()[-800:]}")
     endpoint = re.search(r"endpoint=(\S+)", started.stdout)[1]
     settings = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
                 "AWS_REGION": "us-east-1"}

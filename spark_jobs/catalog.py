@@ -476,6 +476,7 @@ def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[s
     kept = [data for path, data in referenced.items() if data not in removed]
     with table.transaction() if table is not None else _creating(catalog, warehouse, commit.table, target) as transaction:
         retyped = _evolve(transaction, target, commit.whole) if target is not None else set()
+        _partition_by_day(transaction, commit.table)
         rewritten = _conform_kept(kept, transaction, retyped, summary[RUN_ID]) if retyped and kept else {}
         if transaction.table_metadata.name_mapping() is None:
             transaction.set_properties(**{NAME_MAPPING: transaction.table_metadata.schema().name_mapping.model_dump_json()})
@@ -491,6 +492,25 @@ def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[s
     log.info("%s: +%d files, -%d files%s", ".".join(commit.table), len(added), len(removed),
              f", {len(rewritten)} earlier files rewritten for the type change of {sorted(retyped)}" if rewritten else "")
     return len(added)
+
+
+COMMIT_TS, COMMIT_DATE = "_commit_ts", "commit_date"
+
+
+def _partition_by_day(transaction, table: tuple[str, str]) -> None:
+    """A ``changes`` table is partitioned by the UTC day of ``_commit_ts`` (Iceberg's ``day``
+    transform, partition field ``commit_date``), as its files are by folder: engines prune a
+    query on ``_commit_ts`` to the days it asks for. Files committed before the table had the
+    spec keep theirs (unpartitioned)."""
+    from pyiceberg.transforms import DayTransform
+
+    metadata = transaction.table_metadata
+    if not table[1].endswith(CHANGES) or not metadata.spec().is_unpartitioned():
+        return
+    if COMMIT_TS not in [column.name for column in metadata.schema().columns]:
+        return
+    with transaction.update_spec() as spec:
+        spec.add_field(COMMIT_TS, DayTransform(), COMMIT_DATE)
 
 
 def _creating(catalog, warehouse: Path, table: tuple[str, str], schema: pa.Schema):

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 JOURNAL = "_journal"
 CHECKPOINT = Path("metadata") / "checkpoint.json"
 DAY_PARTITIONS = "changes/*/*/commit_date=*"  # replaced whole by a backfill (spark_jobs.backfill)
+PARALLEL_MOVES = 8  # files moved (uploaded, into an object store) side by side: their order does not matter
 
 
 @dataclass(frozen=True)
@@ -143,9 +145,8 @@ def _apply(warehouse: Path, journal: Path) -> None:
                            "nothing was published; finish it with that version (any run of it does), then go on")
     planned = Plan.from_json(entry)
     checkpoint = [move for move in planned.moves if Path(move.target) == CHECKPOINT]
-    for move in planned.moves:
-        if move not in checkpoint:
-            move.apply(warehouse)
+    with ThreadPoolExecutor(max_workers=PARALLEL_MOVES, thread_name_prefix="publish") as pool:
+        list(pool.map(lambda move: move.apply(warehouse), [move for move in planned.moves if move not in checkpoint]))
     moved = [Path(move.source) for move in checkpoint if Path(move.source).exists()]
     # the checkpoint the run commits (the one in place when it moves none: a backfill's, a bootstrap's)
     committed = json.loads(moved[0].read_text(encoding="utf-8")) if moved else read_checkpoint(warehouse)

@@ -17,6 +17,7 @@ import shutil
 import sqlite3
 import threading
 from collections import Counter
+from datetime import date, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -114,6 +115,28 @@ def test_duckdb_reads_them_offline_through_the_extension_loaded_by_path(two_runs
     location = catalog.metadata_location(warehouse, "transactions")
     read = connection.execute(f"SELECT file, start, \"end\" FROM iceberg_scan('{location}') ORDER BY file, start").fetchall()
     assert read == sorted((row["file"], row["start"], row["end"]) for row in folder_rows(warehouse, "transactions"))
+
+
+def test_changes_are_partitioned_by_the_day_of_their_commit_and_queries_on_it_prune_files(two_runs):
+    from pyiceberg.expressions import And, GreaterThanOrEqual, LessThan
+    from pyiceberg.transforms import DayTransform
+
+    warehouse, _, _ = two_runs
+    table = catalog.open_catalog(warehouse).load_table(catalog.changes_table("shop", "orders"))
+    (field,) = table.spec().fields
+    assert (field.name, field.transform, table.schema().find_field(field.source_id).name) == (
+        "commit_date", DayTransform(), "_commit_ts")
+    tasks = list(table.scan().plan_files())
+    days = {task.file.file_path.split("commit_date=")[1].split("/")[0] for task in tasks}
+    assert len(days) == 1 and len(tasks) == 2  # a file per run, both of the day the samples were written
+    (day,) = days
+    for task in tasks:  # the partition value: days since 1970-01-01, that of the file's folder
+        assert str(date(1970, 1, 1) + timedelta(days=task.file.partition[0])) == day
+    next_day = str(date.fromisoformat(day) + timedelta(days=1))
+    on_the_day = And(GreaterThanOrEqual("_commit_ts", f"{day}T00:00:00+00:00"),
+                     LessThan("_commit_ts", f"{next_day}T00:00:00+00:00"))
+    assert len(list(table.scan(row_filter=on_the_day).plan_files())) == 2
+    assert list(table.scan(row_filter=GreaterThanOrEqual("_commit_ts", f"{next_day}T00:00:00+00:00")).plan_files()) == []
 
 
 def test_each_run_is_a_snapshot_naming_the_run_and_its_checkpoint(two_runs):
