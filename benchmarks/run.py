@@ -247,7 +247,7 @@ def ingest_phases(log_text: str, started: float, ended: float) -> dict:
             marks["validate_start"] = t
         elif logger == "spark_jobs.validate" and re.match(r"^run \S+: quality ", message):
             marks["validate_end"] = t
-        elif logger == "spark_jobs.publish" and " committed: " in message:
+        elif logger == "warehouse.publish" and " committed: " in message:
             marks["committed"] = t
     prepared = marks.get("materialize_end", marks.get("decode_end"))
     order = [("startup", started, marks.get("session")),

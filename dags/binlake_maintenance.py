@@ -1,7 +1,7 @@
 """binlake_maintenance: old snapshots expired, unreferenced files removed, committed staged binlogs pruned.
 
 One DAG run a day: expire_snapshots → remove_orphan_files → prune_staged →
-report. The work itself is in :mod:`spark_jobs.maintenance` (through
+report. The work itself is in :mod:`warehouse.maintenance` (through
 :mod:`plugins.maintenance_tasks`); this file is the schedule, the parameters
 and the wiring.
 

@@ -72,7 +72,7 @@ summary() {  # summary ENDPOINT
 import json
 import sys
 
-from spark_jobs import catalog, storage
+from warehouse import catalog, storage
 
 warehouse = storage.state_folder(sys.argv[1])
 print(f"Iceberg catalog: {catalog.uri_of(warehouse)}; tables of the warehouse {sys.argv[1]}")

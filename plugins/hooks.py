@@ -68,7 +68,7 @@ S3_ENVIRONMENT = {"endpoint_url": "AWS_ENDPOINT_URL", "access_key": "AWS_ACCESS_
 def export_s3_settings(conn_id: str = DEFAULT_CONN_ID) -> list[str]:
     """The connection ``conn_id``'s S3 settings set in this process's environment (the standard
     ``AWS_*`` variables, :data:`S3_ENVIRONMENT`), for the warehouse's storage
-    (:mod:`spark_jobs.storage`) and Spark's Python workers; returns the variables set (none
+    (:mod:`warehouse.storage`) and Spark's Python workers; returns the variables set (none
     without the connection: the environment's own settings stand)."""
     settings = {key: value for key, value in _s3_settings(conn_id).items() if value}
     os.environ.update({S3_ENVIRONMENT[key]: value for key, value in settings.items()})

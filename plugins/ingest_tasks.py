@@ -47,10 +47,11 @@ from urllib.parse import quote, urlparse
 from plugins import settings
 from plugins.object_store import ObjectStore, open_store
 from plugins.staging import pending_objects, stage, stage_named
-from spark_jobs import backfill, ingest, publish, storage
+from spark_jobs import backfill, ingest
 from spark_jobs.expectations import verdict
-from spark_jobs.lock import warehouse_lock
 from spark_jobs.streams import default_stream, position_of, position_text
+from warehouse import publish, storage
+from warehouse.lock import warehouse_lock
 
 log = logging.getLogger(__name__)
 

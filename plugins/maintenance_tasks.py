@@ -3,7 +3,7 @@
 The DAG (``dags/binlake_maintenance.py``) only wires these functions together;
 each can be called from a plain Python process or a test. The warehouse and
 the staging folder are the configured ones (:mod:`plugins.settings`); the work
-is :mod:`spark_jobs.maintenance`'s. What the tasks hand to each other is small
+is :mod:`warehouse.maintenance`'s. What the tasks hand to each other is small
 JSON: counts per table and per staging folder.
 """
 
@@ -13,7 +13,7 @@ import logging
 from datetime import timedelta
 
 from plugins import settings
-from spark_jobs import maintenance
+from warehouse import maintenance
 
 log = logging.getLogger(__name__)
 
@@ -24,12 +24,12 @@ def warehouse() -> str:
 
 
 def expire_snapshots(retention_days: float, keep_last: int, dry_run: bool) -> dict[str, int]:
-    """Snapshots expired per table (:func:`spark_jobs.maintenance.expire_snapshots`)."""
+    """Snapshots expired per table (:func:`warehouse.maintenance.expire_snapshots`)."""
     return maintenance.expire_snapshots(warehouse(), timedelta(days=retention_days), keep_last, dry_run)
 
 
 def remove_orphan_files(orphan_age_hours: float, dry_run: bool) -> dict[str, dict]:
-    """``{"files", "bytes"}`` removed per table (:func:`spark_jobs.maintenance.remove_orphan_files`)."""
+    """``{"files", "bytes"}`` removed per table (:func:`warehouse.maintenance.remove_orphan_files`)."""
     removed = maintenance.remove_orphan_files(warehouse(), timedelta(hours=orphan_age_hours), dry_run)
     return {name: each.summary() for name, each in removed.items()}
 
@@ -45,7 +45,7 @@ def prune_staged(dry_run: bool) -> dict[str, dict]:
 
 
 def report(expired: dict[str, int], removed: dict[str, dict], pruned: dict[str, dict], dry_run: bool) -> list[str]:
-    """Logs one line per table, per staging folder and a total (:func:`spark_jobs.maintenance.report_lines`)."""
+    """Logs one line per table, per staging folder and a total (:func:`warehouse.maintenance.report_lines`)."""
     lines = maintenance.report_lines(expired, removed, pruned, dry_run)
     for line in lines:
         log.info("%s", line)

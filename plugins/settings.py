@@ -14,7 +14,7 @@ or API (a plain Python process, a Spark executor, a test) the lookup goes on
 with the environment and the default.
 
 The warehouse is a local folder (a ``file://`` URI or a plain path) or an object-store
-prefix ``s3://bucket/prefix`` (:mod:`spark_jobs.storage`). binlake names a warehouse by its
+prefix ``s3://bucket/prefix`` (:mod:`warehouse.storage`). binlake names a warehouse by its
 state folder (the folder itself for a local one); an ``s3://`` warehouse's is
 ``s3/<bucket>/<prefix>`` under ``BINLAKE_STATE_DIR``, else under
 ``$AIRFLOW_HOME/binlake/state``, and its tasks reach the object store with the
@@ -47,7 +47,7 @@ def warehouse_root(uri: str) -> Path:
     """The state folder of the warehouse ``uri`` (an ``s3://`` URI, a ``file://`` URI, a path, or
     the state folder of an ``s3://`` warehouse); for an object-store warehouse, this process gets
     the S3 settings of the connection ``binlake_s3`` first."""
-    from spark_jobs import storage
+    from warehouse import storage
 
     if storage.is_object_store(uri):
         _export_s3_settings()

@@ -35,7 +35,7 @@ Every step can be repeated after a crash:
 against (size, ETag, MD5), so that a later run need not hash unchanged files
 again. A file whose size on disk differs from the record is hashed again.
 :func:`prune` removes staged files the checkpoint has passed
-(:func:`spark_jobs.maintenance.prune_staged`) and marks their records
+(:func:`warehouse.maintenance.prune_staged`) and marks their records
 ``pruned``: their record still tells a rewritten archive, never that the file
 is there.
 """
@@ -52,7 +52,7 @@ from pathlib import Path
 
 from plugins.object_store import CHUNK_BYTES, ObjectStore, StoredObject
 from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, binlog_name_of, log_order
-from spark_jobs.publish import write_atomically
+from warehouse.publish import write_atomically
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ saw it (its newest object is another, or of another size), the lag is *at
 least* that, and unknown when that run had caught up. See :class:`TimeLag`.
 
 The refusals are the runs refused for a decision of the user
-(:func:`spark_jobs.refusals.waiting`): a gap in the log, a new series... The
-failed runs (:func:`spark_jobs.refusals.failing`) are the runs that failed
+(:func:`warehouse.refusals.waiting`): a gap in the log, a new series... The
+failed runs (:func:`warehouse.refusals.failing`) are the runs that failed
 since their stream's last success, newest first, with the step and their
 first error. The runs come from ``metadata/runs/*.parquet`` (one row per
 committed run), newest first, with their quality outcome when the run was
@@ -49,9 +49,9 @@ from pathlib import Path
 from typing import Callable
 
 
-from spark_jobs import catalog, refusals, storage
 from spark_jobs.positions import CheckpointFileMissing, MissingFiles, after_checkpoint, is_binlog_name, log_order
-from spark_jobs.publish import read_checkpoint
+from warehouse import catalog, refusals, storage
+from warehouse.publish import read_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +176,7 @@ class RunStatus:
 
 @dataclass(frozen=True)
 class FailedRun:
-    """A run that failed since its stream's last success (:func:`spark_jobs.refusals.failing`):
+    """A run that failed since its stream's last success (:func:`warehouse.refusals.failing`):
     its stream and source, when, its run id (None when it failed before it was planned), the
     Airflow run it belonged to (``dag_id/run_id``), the step and the first line of its error."""
 
@@ -193,7 +193,7 @@ class FailedRun:
 @dataclass(frozen=True)
 class WarehouseStatus:
     """The whole picture: the warehouse root, one entry per stream, the refusals waiting for a
-    decision (dicts of :func:`spark_jobs.refusals.waiting`: ``stream``, ``source``, ``at``,
+    decision (dicts of :func:`warehouse.refusals.waiting`: ``stream``, ``source``, ``at``,
     ``kind``, ``problem``, ``way_forward``; oldest first), the last runs newest first, the failed
     runs since their stream's last success, newest first."""
 
@@ -419,7 +419,7 @@ def failed_runs(warehouse: Path) -> list[FailedRun]:
 
 
 def failed_run(record: dict) -> FailedRun:
-    """One failure record of :func:`spark_jobs.refusals.failing`."""
+    """One failure record of :func:`warehouse.refusals.failing`."""
     seen = record.get("seen") or {}
     return FailedRun(
         stream=record["stream"], source=record.get("source"), at=_moment(record["at"]) if record["at"] else None,

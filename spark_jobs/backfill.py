@@ -42,14 +42,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
-from spark_jobs import catalog, image_files, publish, schema_history, storage
 from binlog_codec.arrow import TABLE_SCHEMA
+from spark_jobs import image_files, schema_history
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, TRANSACTION_SCHEMA, decode
+from warehouse import catalog, publish, storage
 from spark_jobs.ingest import (
     FACTS_FOLDER, RUN_FILE, IngestResult, Input, primary_keys, publish_run, recover, work_folder,
 )
-from spark_jobs.lock import locks_warehouse, warehouse_lock
 from spark_jobs.materialize import COMMIT_DATE, ORDER, materialize
+from warehouse.lock import locks_warehouse, warehouse_lock
 
 log = logging.getLogger(__name__)
 

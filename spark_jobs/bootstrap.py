@@ -27,7 +27,7 @@ position on. One bootstrap run:
    into the run's work folder (``_runs/<run id>/out``), on no previous state:
    ``current/<db>/<table>/`` is the snapshot, and ``changes/`` holds the same
    rows as snapshot changes.
-4. **Publish** (:func:`spark_jobs.publish.commit`): ``current/`` of every
+4. **Publish** (:func:`warehouse.publish.commit`): ``current/`` of every
    table, ``metadata/table_schemas`` (one row per table, from its CREATE TABLE),
    a run record (kind ``bootstrap``) and the checkpoint
    ``{source_key: {"file": <binlog file>, "position": <binlog position>}}`` of
@@ -79,14 +79,15 @@ from binlog_codec.create_table import table_map_of
 from binlog_codec.rows import RowChange, RowRecord
 from binlog_codec.snapshot_rows import decode_rows
 from binlog_codec.table_map import TableMap
-from spark_jobs import publish
 from spark_jobs.ingest import (
-    IngestResult, Input, merge_table_schemas, published_rows, recover, run_ordinal, work_folder, write_run_record,
+    IngestResult, Input, merge_table_schemas, published_rows, recover, run_ordinal, work_folder,
 )
-from spark_jobs.layout import path_part
-from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import materialize
 from spark_jobs.session import build_session
+from warehouse import publish
+from warehouse.layout import path_part
+from warehouse.lock import locks_warehouse
+from warehouse.run_records import write_run_record
 
 log = logging.getLogger("spark_jobs.bootstrap")
 

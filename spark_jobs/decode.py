@@ -88,7 +88,7 @@ from binlog_codec.transactions import Transaction
 
 from . import image_files, schema_history, tasks
 from .gc_pause import paused_gc
-from .layout import path_part
+from warehouse.layout import path_part
 from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_events, split_transactions
 
 log = logging.getLogger(__name__)

@@ -6,7 +6,7 @@
 (or the same arguments to ``spark-submit spark_jobs/ingest.py``). One run:
 
 1. **Recover and read the checkpoint.** A commit a dead run left half done is
-   finished first (:func:`spark_jobs.publish.recover`); the checkpoint says,
+   finished first (:func:`warehouse.publish.recover`); the checkpoint says,
    per stream (:mod:`spark_jobs.streams`), the files read by their identity,
    the last file and position, and the GTID set read.
 2. **Plan.** The source folder's binlog files (:mod:`spark_jobs.source_files`:
@@ -26,14 +26,14 @@
    the run record, or a bootstrap from a snapshot).
 5. **Validate** (:mod:`spark_jobs.validate`): Great Expectations over the run's
    output; a failed expectation fails the run and nothing is published.
-6. **Publish** (:mod:`spark_jobs.publish`): changes, current, the metadata
+6. **Publish** (:mod:`warehouse.publish`): changes, current, the metadata
    tables, the run record and the new checkpoint, in one commit.
 
 Steps 1-4 are :func:`prepare`, 5 is :func:`validate_run` and 6 is
 :func:`publish_run`: the Airflow DAG runs them as separate tasks, handing the
 run id from one to the next (the run's state is kept in its work folder,
 ``_runs/<run id>/``); :func:`ingest` runs all of them. A run that does not
-publish leaves a record outside the commit (:mod:`spark_jobs.refusals`): its
+publish leaves a record outside the commit (:mod:`warehouse.refusals`): its
 refusal, or its failure with the step and first error; the run record and the
 failure name the Airflow run (``--airflow-run``, by default the one whose task
 runs the job) and what the run saw of the source's newest event.
@@ -64,19 +64,21 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from binlog_codec.arrow import TABLE_SCHEMA
-from spark_jobs import catalog, publish, refusals, schema_history, storage, version_lineage
+from spark_jobs import schema_history, version_lineage
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.expectations import verdict
-from spark_jobs.lock import locks_warehouse
 from spark_jobs.materialize import Inherited, SchemaConflict, materialize
-from spark_jobs.table_names import RUN
 from spark_jobs.positions import ContinuityError, after_checkpoint
 from spark_jobs.session import DRIVER_MEMORY, build_session, spark_failure, stop
 from spark_jobs.source_files import list_source, plain_binlogs
 from spark_jobs.splits import scan_ahead, scanned_file
+from spark_jobs.table_names import RUN
 from spark_jobs.streams import (
     ACCEPT_GAP_CHOICE, ACCEPT_NEW_SERIES_CHOICE, StreamPlan, StreamState, default_stream, plan_stream, position_text,
 )
+from warehouse import catalog, publish, refusals, storage
+from warehouse.lock import locks_warehouse
+from warehouse.run_records import write_run_record
 
 log = logging.getLogger("spark_jobs.ingest")
 SPARK_FAILED = 5  # exit status when Spark itself failed: its driver JVM out of memory, or dead
@@ -92,32 +94,6 @@ def type_changes_accepted(accept: Sequence[str]) -> frozenset[str]:
     """The tables (``db.table``) whose type changes ``accept`` takes (:data:`ACCEPT_TYPE_CHANGE`)."""
     return frozenset(choice[len(ACCEPT_TYPE_CHANGE):] for choice in accept if choice.startswith(ACCEPT_TYPE_CHANGE))
 RUN_FILE = "run.json"
-RUN_RECORDS = Path("metadata") / "runs"
-RUNS_SCHEMA = pa.schema([
-    pa.field("run_id", pa.string()),
-    pa.field("source", pa.string()),
-    pa.field("started", pa.timestamp("us", tz="UTC")),
-    pa.field("finished", pa.timestamp("us", tz="UTC")),
-    pa.field("seconds", pa.float64()),
-    pa.field("inputs", pa.string()),
-    pa.field("bytes", pa.int64()),
-    pa.field("rows", pa.int64()),
-    pa.field("rows_per_table", pa.string()),
-    pa.field("checkpoint", pa.string()),
-    pa.field("quality", pa.string()),
-    pa.field("kind", pa.string()),
-    pa.field("interval", pa.list_(pa.string())),
-    pa.field("stream", pa.string()),
-    pa.field("continuity", pa.string()),
-    pa.field("gtid_set", pa.string()),
-    pa.field("accepted", pa.list_(pa.string())),
-    pa.field("notices", pa.list_(pa.string())),
-    pa.field("skipped_transactions", pa.int64()),
-    pa.field("airflow_run", pa.string()),
-    pa.field("source_newest_event", pa.timestamp("us", tz="UTC")),
-    pa.field("source_newest_file", pa.string()),
-    pa.field("source_newest_size", pa.int64()),
-])
 INFLATED_FOLDER = "_inflated"  # under RUNS_FOLDER: compressed binlogs of a stream, decompressed
 FACTS_FOLDER = "facts"  # in a backfill's work folder: what validation checks its output against
 AIRFLOW_DAG_ID, AIRFLOW_RUN_ID = "AIRFLOW_CTX_DAG_ID", "AIRFLOW_CTX_DAG_RUN_ID"  # what Airflow exports to a task
@@ -388,44 +364,6 @@ def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root:
     return rows, sorted(accepted)
 
 
-def write_run_record(out: Path, result: IngestResult) -> None:
-    """The run record (``metadata/runs``, one row) of ``result`` in the run's output folder ``out``."""
-    record = {
-        "run_id": result.run_id,
-        "source": result.source,
-        "started": datetime.fromisoformat(result.started),
-        "finished": datetime.now(timezone.utc),
-        "seconds": result.seconds,
-        "inputs": json.dumps([{"file": i.name, "start": i.start, "end": result.ends.get(i.name)} for i in result.inputs]),
-        "bytes": result.bytes,
-        "rows": sum(result.rows.values()),
-        "rows_per_table": json.dumps(result.rows, sort_keys=True),
-        "checkpoint": json.dumps(result.checkpoint, sort_keys=True),
-        "quality": None if result.quality is None else json.dumps(result.quality, sort_keys=True),
-        "kind": result.kind,
-        "interval": result.interval,
-        "stream": result.stream or result.source,
-        "continuity": result.continuity or None,
-        "gtid_set": result.gtids,
-        "accepted": result.accepted,
-        "notices": result.notices,
-        "skipped_transactions": result.skipped_transactions,
-        "airflow_run": result.airflow_run,
-        **_seen_columns(result.seen),
-    }
-    folder = out / RUN_RECORDS
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([record], schema=RUNS_SCHEMA), folder / f"{result.run_id}.parquet")
-
-
-def _seen_columns(seen: dict | None) -> dict:
-    """The run record's columns of what the run saw of its source's newest event."""
-    seen = seen or {}
-    event = seen.get("event_time")
-    return {"source_newest_event": datetime.fromisoformat(event) if event else None,
-            "source_newest_file": seen.get("file"), "source_newest_size": seen.get("size")}
-
-
 def airflow_run_of_context() -> str | None:
     """The Airflow run this process is a task of (``dag_id/run_id``, from the variables Airflow
     exports to a task's environment), None outside Airflow."""
@@ -475,7 +413,7 @@ def prepare(
     (``dag_id/run_id``; default: the one this process is a task of). Raises a
     :class:`~spark_jobs.positions.ContinuityError` when the source does not continue the stream
     (kept as the stream's refusal); any other error is kept as the run's failure
-    (:mod:`spark_jobs.refusals`)."""
+    (:mod:`warehouse.refusals`)."""
     started, clock = datetime.now(timezone.utc), time.monotonic()
     source_key, root = source_key or str(Path(source).resolve()), Path(warehouse).resolve()
     stream = stream or default_stream(source_key)
@@ -573,7 +511,7 @@ def plan_run(
 def validate_run(spark, warehouse: str, run_id: str) -> dict:
     """Step 5: Great Expectations over the run's output (:mod:`spark_jobs.validate`); the
     outcome is saved with the run and returned as JSON. An outcome that failed is kept as the
-    run's failure with its first failing check (:mod:`spark_jobs.refusals`), and so is an error."""
+    run's failure with its first failing check (:mod:`warehouse.refusals`), and so is an error."""
     from spark_jobs.validate import validate  # Great Expectations is slow to import
 
     work = work_folder(warehouse, run_id)
@@ -602,7 +540,7 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     new checkpoint, in one step. A run that failed validation raises :class:`QualityFailed` and
     publishes nothing, and so does a run planned from a checkpoint another run has moved since
     (:class:`StaleRun`). Publishing a run that is already published does nothing. Another error is
-    kept as the run's failure (:mod:`spark_jobs.refusals`); once the run is published, the earlier
+    kept as the run's failure (:mod:`warehouse.refusals`); once the run is published, the earlier
     failures of its stream no longer stand."""
     root = Path(warehouse).resolve()
     recovered = recover(root)
@@ -624,7 +562,7 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
 
 
 def recover(warehouse: Path) -> list[str]:
-    """Finish the commits dead processes left half done (:func:`spark_jobs.publish.recover`) and
+    """Finish the commits dead processes left half done (:func:`warehouse.publish.recover`) and
     remove those runs' work folders; returns their run ids."""
     recovered = publish.recover(warehouse)
     for run_id in recovered:
@@ -675,7 +613,7 @@ def ingest(
 ) -> IngestResult:
     """One run over ``source`` into ``warehouse``: :func:`prepare`, :func:`validate_run` (unless
     ``validation`` is off), :func:`publish_run`. A run that does not publish leaves its refusal or
-    failure (:mod:`spark_jobs.refusals`), for the binlake view."""
+    failure (:mod:`warehouse.refusals`), for the binlake view."""
     catalog.import_in_background()  # pyiceberg and Great Expectations: while the run decodes
     if validation:
         from spark_jobs.validate import import_in_background

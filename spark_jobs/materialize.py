@@ -212,8 +212,8 @@ from .gc_pause import paused_gc
 from . import image_files, parquet_encoding, tasks
 from .table_names import order
 from .version_lineage import FromColumn, TableLineage, Unknown, Value, VersionKey
-from .layout import table_folder
-from .storage import open_file, share_with
+from warehouse.layout import table_folder
+from warehouse.storage import open_file, share_with
 
 log = logging.getLogger(__name__)
 
@@ -1901,7 +1901,7 @@ def materialize(
     ``staged_files``: Arrow (:mod:`spark_jobs.image_files`) or Parquet files of ImageBatchBuilder's schema, any table
     versions, any order; ``key_columns``: the primary key's columns, or
     None/empty for a table without one; ``current``: the files of the table's
-    ``current`` (:func:`spark_jobs.catalog.data_files`; none for a new table); ``target``: the run folder
+    ``current`` (:func:`warehouse.catalog.data_files`; none for a new table); ``target``: the run folder
     (laid out like the warehouse); ``run_name``: the stem of the output files'
     names, derived by the caller from the run's input. ``partitions``: buckets
     (fold tasks); default: about ``rows_per_file`` rows each, and for a large

@@ -4,7 +4,7 @@ A server names its binlog files ``<base>.<digits>`` (``mariadb-bin.000042``) and
 writes them in the order of the number, each file the next number after the
 last. A source's checkpoint is the last committed file and the position after
 its last committed transaction (``{"file": name, "position": n}``,
-:mod:`spark_jobs.publish`). The files a run reads after it are the checkpoint's
+:mod:`warehouse.publish`). The files a run reads after it are the checkpoint's
 own file again when it has grown past the position (it was still being
 written), then every later file from its start.
 

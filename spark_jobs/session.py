@@ -10,7 +10,7 @@ workers started with this interpreter (so they import ``binlog_codec`` from the
 same environment) and quiet JVM logs. Where ``make`` built a class archive of
 the driver's JVM (:mod:`spark_jobs.class_archive`), the session maps it, which
 takes two seconds off its start. On a cluster, the session ships
-``binlog_codec`` and ``spark_jobs`` to the executors as a zip
+``binlog_codec``, ``spark_jobs`` and ``warehouse`` to the executors as a zip
 (:func:`code_archive`); their Python needs pyarrow and zstandard installed.
 
 The driver JVM's heap (``spark.driver.memory``, which in local mode is every
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 logging.getLogger("py4j").setLevel(logging.WARNING)
 
 DEFAULT_MASTER = "local[*]"
-PACKAGES = ("binlog_codec", "spark_jobs")
+PACKAGES = ("binlog_codec", "spark_jobs", "warehouse")
 DEFAULT_LOG_LEVEL = "WARN"
 
 jvm_log = logging.getLogger("spark_jobs.jvm")
@@ -129,7 +129,7 @@ def local_conf() -> dict[str, str]:
 
 
 def code_archive() -> Path:
-    """A zip of ``binlog_codec`` and ``spark_jobs`` as this driver has them, shipped to a
+    """A zip of the packages of :data:`PACKAGES` as this driver has them, shipped to a
     cluster's executors (what ``spark-submit --py-files`` does), so they run the same code."""
     root = Path(__file__).resolve().parent.parent
     archive = Path(tempfile.mkdtemp(prefix="binlake-code-")) / "binlake.zip"

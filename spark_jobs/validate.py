@@ -58,8 +58,8 @@ from spark_jobs import imports, tasks
 from spark_jobs.change_profile import PROFILE_COLUMNS, COUNTS, measurement, profile_table
 from spark_jobs.data_docs import make_self_contained
 from spark_jobs.expectations import REPORTED, failure_line, table_expectations, verdict
-from spark_jobs.layout import name_of, path_part, table_folder
 from spark_jobs.run_facts import TableFacts, table_facts
+from warehouse.layout import name_of, path_part, table_folder
 
 log = logging.getLogger(__name__)
 # Great Expectations logs at INFO what only its own developers can act on (each of its functions it

@@ -14,6 +14,7 @@ machine without MariaDB the integration tests are skipped
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -146,3 +147,17 @@ def chromium() -> str:
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
     return found
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A local[2] SparkSession (``spark_jobs.session`` defaults) for the whole test session,
+    stopped at its end."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from spark_jobs.session import build_session
+
+    session = build_session("local[2]", app_name="binlake-tests", log_level="ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()

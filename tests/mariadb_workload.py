@@ -401,7 +401,7 @@ def arrow_as_server_text(column: Column, value, unrepresentable: dict[str, str],
 def warehouse_rows(root, area: str, database: str, table: str) -> list[dict]:
     """A warehouse table's rows (``area``: ``changes`` or ``current``), read as users read them:
     through the Iceberg catalog (none when the catalog has no such table)."""
-    from spark_jobs import catalog
+    from warehouse import catalog
 
     name = catalog.changes_table(database, table) if area == "changes" else catalog.current_table(database, table)
     rows = catalog.read(root, name)

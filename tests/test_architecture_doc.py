@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
-PACKAGES = ("binlog_codec", "spark_jobs", "plugins", "dags", "benchmarks", "fuzz")
+PACKAGES = ("binlog_codec", "spark_jobs", "warehouse", "plugins", "dags", "benchmarks", "fuzz")
 MODULE = re.compile(r"(?:\.\./)?\b((?:%s)/[\w/]*\w\.(?:py|pyx|pxd))\b" % "|".join(PACKAGES))
 # Any path into the repository's own folders that names a file.
 PATH = re.compile(r"(?:\.\./)?\b((?:%s|tests|infra|docs)/[\w/.-]*\w\.(?:py|pyx|pxd|sh|md))\b" % "|".join(PACKAGES))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spark_jobs import catalog
-from spark_jobs.ingest import RUNS_SCHEMA
+from warehouse import catalog
+from warehouse.run_records import RUNS_SCHEMA
 
 
 def commit_run_record(warehouse: Path, record: dict) -> None:

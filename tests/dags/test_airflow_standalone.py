@@ -65,7 +65,7 @@ def samples_hour() -> datetime:
 
 def run_records(warehouse: Path) -> dict[str, dict]:
     """The warehouse's run records (``metadata/runs``) by run id."""
-    from spark_jobs import catalog
+    from warehouse import catalog
 
     return {record["run_id"]: record for record in catalog.read(warehouse, catalog.identifier("runs")).to_pylist()}
 

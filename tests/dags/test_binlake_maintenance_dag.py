@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from plugins import maintenance_tasks
-from spark_jobs.catalog import open_catalog
+from warehouse.catalog import open_catalog
 from test_dag_integrity import loaded  # noqa: F401  (the module fixture: every DAG, described)
 
 TASKS = ["expire_snapshots", "remove_orphan_files", "prune_staged", "report"]

@@ -108,7 +108,7 @@ def current_ids(warehouse: Path, table: str) -> set[int]:
 
 
 def run_records(warehouse: Path) -> list[dict]:
-    from spark_jobs import catalog
+    from warehouse import catalog
 
     return catalog.read(warehouse, catalog.identifier("runs")).to_pylist()
 
@@ -165,7 +165,7 @@ def main(request: dict) -> None:
 def _kill_the_first_commit_half_way() -> None:
     """The first commit applies half of its journal's moves, then dies; later ones run normally
     (the retried task rolls the journal forward, as after a crash)."""
-    from spark_jobs import publish
+    from warehouse import publish
 
     real_apply = publish._apply
     killed = []
@@ -384,7 +384,7 @@ def test_a_warehouse_in_s3_gets_the_same_tables_and_a_rebuild_of_its_day(airflow
     """The samples ingested by a DAG run into ``s3://`` (the ``binlake_s3`` connection's settings,
     a state folder under ``BINLAKE_STATE_DIR``), then their day rebuilt there."""
     from s3_server import ACCESS_KEY, REGION, SECRET_KEY
-    from spark_jobs import catalog, storage
+    from warehouse import catalog, storage
 
     bucket = s3_server.create_bucket("s3-warehouse")
     for sample in SAMPLES:

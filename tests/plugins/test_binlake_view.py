@@ -43,10 +43,10 @@ from binlog_codec.errors import TruncatedError
 from binlog_codec.reader import BinlogReader
 from plugins.binlake_view import BinlakeViewPlugin, create_app, duration
 from plugins.object_store import open_store
-from spark_jobs import refusals
+from warehouse import refusals
 from warehouse_records import commit_run_record
 from spark_jobs.positions import MissingFiles
-from spark_jobs.publish import CHECKPOINT
+from warehouse.publish import CHECKPOINT
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))

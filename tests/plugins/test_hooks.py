@@ -105,7 +105,7 @@ def test_spark_memory_comes_from_the_binlake_spark_connection(monkeypatch):
 
 def test_a_warehouse_in_s3_takes_its_settings_from_the_connection(s3_server, monkeypatch, tmp_path):
     from plugins.settings import warehouse_root
-    from spark_jobs import storage
+    from warehouse import storage
 
     for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):
         monkeypatch.setenv(name, "from-the-environment")  # the connection wins; restored after the test

@@ -497,7 +497,7 @@ def test_the_checkpoint_file_growing_is_no_rewrite(bucket_store, binlogs, stagin
 
 
 def test_a_pruned_file_is_not_staged_again_and_its_record_still_tells_a_rewrite(binlogs, staging_dir, tmp_path):
-    """Maintenance prunes the files before the checkpoint's (spark_jobs.maintenance.prune_staged):
+    """Maintenance prunes the files before the checkpoint's (warehouse.maintenance.prune_staged):
     staging goes on from the checkpoint's file without them, still refuses an archive rewritten
     under their names, and a backfill stages one again."""
     first, second = binlogs["mysql-bin.checksum-crc32"], binlogs["mysql-bin.checksum-none"]

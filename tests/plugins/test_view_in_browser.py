@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 from airflow_standalone import fetch, free_port
-from spark_jobs.publish import read_checkpoint
+from warehouse.publish import read_checkpoint
 
 pytestmark = pytest.mark.integration
 

@@ -25,18 +25,18 @@ from pathlib import Path
 
 import pytest
 
-from plugins.object_store import open_store
 from binlog_codec.reader import MAGIC, BinlogReader
 from binlog_codec.transactions import scan_transactions
 from binlog_codec.writer import encode_event
+from plugins.object_store import open_store
 from plugins.warehouse_status import (
     NOT_TIMED, NOT_VALIDATED, FailedRun, SourceSeen, StreamStatus, TimeLag, lag, last_runs, quality_of, status,
     time_lag,
 )
-from spark_jobs import refusals
+from warehouse import refusals
 from warehouse_records import commit_run_record
 from spark_jobs.positions import MissingFiles
-from spark_jobs.publish import CHECKPOINT, read_checkpoint
+from warehouse.publish import CHECKPOINT, read_checkpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))

@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from mariadb_workload import warehouse_rows
-from spark_jobs import publish
 from spark_jobs.backfill import files_of_days, interval_days, prepare_backfill
 from spark_jobs.ingest import FACTS_FOLDER, ingest, publish_run, validate_run, work_folder
+from warehouse import publish
 
 pytestmark = pytest.mark.integration
 

@@ -38,9 +38,9 @@ from mariadb_workload import (
     operations,
     warehouse_rows,
 )
-from spark_jobs import publish
 from spark_jobs.bootstrap import AlreadyBootstrapped, bootstrap
 from spark_jobs.ingest import ingest
+from warehouse import publish
 
 pytestmark = pytest.mark.integration
 

@@ -31,7 +31,7 @@ from fixture_facts import BAD_FILES, good_files, path
 from mariadb import binlog_of
 from spark_jobs import image_files
 from spark_jobs.decode import TRANSACTION_SCHEMA, decode
-from spark_jobs.layout import name_of, path_part
+from warehouse.layout import name_of, path_part
 
 KEY = [("_binlog_file", "ascending"), ("_binlog_pos", "ascending"), ("_binlog_inner_offset", "ascending"),
        ("_row_index", "ascending")]

@@ -1,4 +1,4 @@
-"""Runs that do not publish leave a record (``spark_jobs.refusals``): their failure, with the step,
+"""Runs that do not publish leave a record (``warehouse.refusals``): their failure, with the step,
 the first error and the Airflow run, until a later run of their stream succeeds.
 
 Real runs over the bundled samples: one whose output fails Great Expectations
@@ -18,8 +18,8 @@ import pytest
 
 from mariadb import REPO_ROOT
 from spark_jobs import ingest as pipeline
-from spark_jobs import publish, refusals
 from spark_jobs.positions import MissingFiles
+from warehouse import publish, refusals, run_records
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 AIRFLOW_RUN = ("binlog_ingest", "scheduled__2026-11-27T10:00:00+00:00")
@@ -94,7 +94,7 @@ def test_the_command_keeps_a_failure_and_the_airflow_run_it_is_told(source, tmp_
     whole = command()
     assert whole.returncode == 0, whole.stderr[-3000:]
     assert refusals.failing(warehouse) == []
-    (record,) = pq.read_table(warehouse / pipeline.RUN_RECORDS).to_pylist()
+    (record,) = pq.read_table(warehouse / run_records.RUN_RECORDS).to_pylist()
     assert record["airflow_run"] == "/".join(AIRFLOW_RUN)
     assert (record["source_newest_file"], record["source_newest_size"]) == (sample.name, sample.stat().st_size)
 

@@ -44,9 +44,9 @@ from binlog_codec.reader import BinlogReader
 from binlog_codec.transactions import scan_transactions
 from mariadb import REPO_ROOT
 from s3_server import ACCESS_KEY, REGION, SECRET_KEY
-from spark_jobs import catalog, publish, storage
 from spark_jobs.ingest import RUNS_FOLDER
 from spark_jobs.streams import position_of
+from warehouse import catalog, publish, storage
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 KILLS = int(os.environ.get("BINLAKE_FAULTS", "3"))

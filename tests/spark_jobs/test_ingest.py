@@ -12,7 +12,7 @@ import pytest
 
 from mariadb import REPO_ROOT
 from spark_jobs import ingest as pipeline
-from spark_jobs import publish
+from warehouse import publish
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 

@@ -29,8 +29,8 @@ from mariadb_workload import (
     switching_statements,
     warehouse_rows,
 )
-from spark_jobs import catalog, publish
 from spark_jobs.ingest import ingest
+from warehouse import catalog, publish
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,7 @@ from binlog_codec.corpus import write_corpus
 from binlog_codec.json_binary import to_text
 from binlog_codec.json_text import from_text
 from spark_jobs.ingest import ingest
-from spark_jobs.layout import table_folder
+from warehouse.layout import table_folder
 
 DATABASE = "shop"
 

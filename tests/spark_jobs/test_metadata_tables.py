@@ -51,10 +51,10 @@ from binlog_codec import ddl
 from binlog_codec.cli import main as binlog_codec
 from binlog_codec.schema_change import NotSchemaChange
 from fixture_facts import path
-from spark_jobs import catalog, publish
-from spark_jobs.lock import LOCK_FILE
 from spark_jobs.ingest import ingest
 from spark_jobs.schema_history import change_rows
+from warehouse import catalog, publish
+from warehouse.lock import LOCK_FILE
 
 # Fixture binlogs in log order, each copied in as mysql-bin.<n>, and what each brings.
 SOURCES = [

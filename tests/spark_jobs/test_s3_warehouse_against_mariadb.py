@@ -23,8 +23,8 @@ import pytest
 
 from mariadb_workload import EVOLVED_TABLES, assert_current_equals_server, switching_statements, warehouse_rows
 from s3_server import ACCESS_KEY, REGION, SECRET_KEY
-from spark_jobs import catalog, maintenance, publish, storage
 from spark_jobs.ingest import ingest
+from warehouse import catalog, maintenance, publish, storage
 
 pytestmark = pytest.mark.integration
 

@@ -23,8 +23,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from mariadb import GTID_RE, run_mariadb_binlog
-from spark_jobs import catalog
 from spark_jobs.ingest import ingest
+from warehouse import catalog
 
 pytestmark = pytest.mark.integration
 

@@ -11,9 +11,9 @@ import psutil
 import pytest
 
 from mariadb import REPO_ROOT
-from spark_jobs import publish
 from spark_jobs.ingest import SPARK_FAILED
 from spark_jobs.session import DRIVER_MEMORY, GIB, driver_memory, spark_failure
+from warehouse import publish
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 

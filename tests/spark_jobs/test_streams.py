@@ -240,7 +240,7 @@ def test_a_source_whose_earliest_file_starts_after_the_stream_names_the_hole_unt
 
 
 def test_refusals_wait_for_a_decision_and_an_unreadable_one_is_listed_not_fatal(tmp_path):
-    from spark_jobs import refusals
+    from warehouse import refusals
 
     refusals.record(tmp_path, "s", "file:///x", MissingFiles("x lacks b.000002", "Bring it back", ["b.000002"]))
     (waiting,) = refusals.waiting(tmp_path)

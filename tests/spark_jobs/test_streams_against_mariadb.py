@@ -25,10 +25,10 @@ import duckdb
 import pytest
 
 from mariadb import MariaDBServer, free_port
-from spark_jobs import catalog, publish
 from spark_jobs.ingest import RUNS_FOLDER, ingest
 from spark_jobs.positions import ContinuityError
 from spark_jobs.streams import AlreadyIngested, GtidHole, GtidsReused
+from warehouse import catalog, publish
 
 pytestmark = pytest.mark.integration
 

@@ -46,7 +46,7 @@ import pytest
 
 from mariadb_workload import warehouse_rows
 from spark_jobs.ingest import ingest
-from spark_jobs.layout import table_folder
+from warehouse.layout import table_folder
 from test_schema_lineage_against_mariadb import as_text, logged_as, server_table
 
 pytestmark = pytest.mark.integration

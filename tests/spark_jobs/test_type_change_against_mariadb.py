@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from mariadb_workload import warehouse_rows
-from spark_jobs import publish
+from warehouse import publish
 from test_schema_lineage_against_mariadb import as_text, server_table
 
 pytestmark = pytest.mark.integration

@@ -26,9 +26,9 @@ import pytest
 from binlog_codec.table_map import ColumnType
 from spark_jobs.expectations import verdict
 from spark_jobs.ingest import ingest
-from spark_jobs.layout import table_folder
 from spark_jobs.run_facts import IntegerRange, integer_range
 from spark_jobs.validate import QualityOutcome, validate
+from warehouse.layout import table_folder
 
 DATABASE = "validate_e2e"
 FIXTURES = (

@@ -12,7 +12,7 @@ then makes it visible in three steps:
 2. **Apply.** The files move into the warehouse's folders, beside the files of
    earlier runs (a repeated run's files take the place of identical ones); the
    catalog gives every table the run touches one snapshot
-   (:func:`spark_jobs.catalog.sync`): ``changes`` and the appended metadata
+   (:func:`warehouse.catalog.sync`): ``changes`` and the appended metadata
    tables get the run's files, a ``current`` table and ``table_schemas`` are
    replaced by them (as are a backfill's days of ``changes``), each snapshot
    carrying the run and its checkpoint; the checkpoint file is replaced last.
@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from spark_jobs import catalog, storage
+from warehouse import catalog, storage
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class Move:
 
     def apply(self, warehouse: Path) -> None:
         """Do the move; a move an earlier attempt already did is skipped. A table's file goes to
-        the warehouse's storage (:meth:`spark_jobs.storage.Storage.put`: uploaded to an object
+        the warehouse's storage (:meth:`warehouse.storage.Storage.put`: uploaded to an object
         store), anything else (the checkpoint) stays in its state folder."""
         source = Path(self.source)
         if not source.exists():
@@ -88,7 +88,7 @@ class Plan:
 
 def plan(run_folder: Path, replaced: tuple[str, ...] = ()) -> Plan:
     """The commit of ``run_folder``: every file moved to the same place in the warehouse (the
-    checkpoint last), and the table commits that register them (:func:`spark_jobs.catalog.plan_tables`);
+    checkpoint last), and the table commits that register them (:func:`warehouse.catalog.plan_tables`);
     ``replaced``: patterns of folders whose tables' files the run's replace (a backfill's days)."""
     moves, checkpoint = [], None
     for path in sorted(p for p in run_folder.rglob("*") if p.is_file()):
@@ -128,7 +128,7 @@ def commit(warehouse: Path, run_folder: Path, run_id: str, replaced: tuple[str, 
 def recover(warehouse: Path) -> list[str]:
     """Finish every commit a dead process left half done; returns their run ids. Then register
     the tables a warehouse written by an earlier version holds only as folders
-    (:func:`spark_jobs.catalog.adopt`)."""
+    (:func:`warehouse.catalog.adopt`)."""
     finished = []
     for journal in sorted((Path(warehouse) / JOURNAL).glob("*.json")):
         log.warning("finishing the interrupted commit of run %s", journal.stem)

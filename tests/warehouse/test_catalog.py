@@ -1,4 +1,4 @@
-"""``spark_jobs.catalog``: every table of the warehouse as an Iceberg table of its catalog.
+"""``warehouse.catalog``: every table of the warehouse as an Iceberg table of its catalog.
 
 Two runs of the bundled samples (a file each): read through the catalog, with pyiceberg and
 with DuckDB's Iceberg reader loaded by path, ``current`` holds what one run of both files gives
@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from mariadb import REPO_ROOT
-from spark_jobs import catalog, publish
 from spark_jobs.ingest import ingest
-from spark_jobs.layout import path_part
+from warehouse import catalog, publish
+from warehouse.layout import path_part
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 

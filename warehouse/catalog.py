@@ -24,7 +24,7 @@ catalog (:func:`data_files`, :func:`read`, DuckDB's ``iceberg_scan`` on
 :func:`metadata_location`): a table's folder holds the files of older snapshots
 as well.
 
-:func:`sync` is a step of every commit (:mod:`spark_jobs.publish`): after the
+:func:`sync` is a step of every commit (:mod:`warehouse.publish`): after the
 run's files are in place and before the checkpoint moves, each table the run
 touches gets one snapshot, its summary carrying the run (``binlake.run_id``)
 and the checkpoint it commits (``binlake.checkpoint``), so that a reader can
@@ -58,8 +58,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from spark_jobs import imports, storage
-from spark_jobs.layout import name_of, path_part
+from spark_jobs import imports
+from warehouse import storage
+from warehouse.layout import name_of, path_part
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +237,7 @@ def _load(catalog, table: tuple[str, str]):
 
 
 def iceberg_uri(location: str) -> str:
-    """How the tables name a warehouse file (:meth:`spark_jobs.storage.Storage.location`): a local
+    """How the tables name a warehouse file (:meth:`warehouse.storage.Storage.location`): a local
     path as ``file://`` and the path as it is (pyiceberg does not percent-decode, and the partition
     folders hold ``=``), an ``s3://`` URI as it is."""
     return location if "://" in location else f"file://{location}"
@@ -326,7 +327,7 @@ def duckdb_connection(warehouse: Path | None = None):
     """A DuckDB connection that reads Iceberg tables offline: the httpfs, Avro and Iceberg
     extensions loaded by path from their pip packages, nothing installed or loaded from the
     network; for an object-store ``warehouse``, a secret with its S3 settings
-    (:func:`spark_jobs.storage.s3_settings`)."""
+    (:func:`warehouse.storage.s3_settings`)."""
     import duckdb
     import duckdb_extension_avro
     import duckdb_extension_httpfs
@@ -400,7 +401,7 @@ def adopt(warehouse: Path, checkpoint: dict) -> dict[str, int]:
     """Register the tables a warehouse written by an earlier version of binlake holds only as
     folders (``current/<db>/<table>/``, ``changes/<db>/<table>/``, ``metadata/table_schemas/``),
     every file of them: that version replaced those folders whole, so they hold nothing else.
-    Called after the journals are finished (:func:`spark_jobs.publish.recover`): a table's
+    Called after the journals are finished (:func:`warehouse.publish.recover`): a table's
     folder without a table in the catalog is then such a folder. Returns the files registered
     per table (none once every table is registered). An object-store warehouse was never
     written by such a version: there, Iceberg metadata the catalog does not know raises

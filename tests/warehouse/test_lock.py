@@ -1,4 +1,4 @@
-"""spark_jobs.lock: one writer at a time in a warehouse, across real processes.
+"""warehouse.lock: one writer at a time in a warehouse, across real processes.
 
 No test here depends on timing: a process that must be waiting is known to be
 waiting because it logged so, and a process that must fail is asked not to wait.
@@ -21,13 +21,13 @@ import pyarrow.dataset as ds
 import pytest
 
 from mariadb import REPO_ROOT
-from spark_jobs import publish
-from spark_jobs.lock import LOCK_FILE, TIMEOUT_VARIABLE, WarehouseLocked, read_holder, warehouse_lock
+from warehouse import publish
+from warehouse.lock import LOCK_FILE, TIMEOUT_VARIABLE, WarehouseLocked, read_holder, warehouse_lock
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 HOLDER = """
 import logging, sys
-from spark_jobs.lock import warehouse_lock
+from warehouse.lock import warehouse_lock
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(name)s: %(message)s")
 with warehouse_lock(sys.argv[1], purpose=sys.argv[2]):
     print("holding", flush=True)
@@ -112,7 +112,7 @@ def test_the_lock_of_a_killed_holder_is_free(tmp_path):
 COUNTER = """
 import sys
 from pathlib import Path
-from spark_jobs.lock import warehouse_lock
+from warehouse.lock import warehouse_lock
 warehouse, counter = sys.argv[1], Path(sys.argv[2])
 for _ in range(int(sys.argv[3])):
     with warehouse_lock(warehouse):  # read, then write: an increment lost unless the lock excludes

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Iterator
 
 from spark_jobs.positions import ContinuityError
-from spark_jobs.publish import write_atomically
+from warehouse.publish import write_atomically
 
 log = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterator, TypeVar
 
-from spark_jobs import storage
+from warehouse import storage
 
 log = logging.getLogger(__name__)
 
@@ -133,8 +133,8 @@ def warehouse_lock(
 def locks_warehouse(purpose: str) -> Callable[[Step], Step]:
     """Decorator: the function runs holding the lock of the warehouse given as its ``warehouse``
     argument (``@locks_warehouse("publish")``). A warehouse given by its ``s3://`` URI is given
-    to the function as its state folder (:func:`spark_jobs.storage.attach`), once its bucket has
-    answered (:meth:`spark_jobs.storage.Storage.check`)."""
+    to the function as its state folder (:func:`warehouse.storage.attach`), once its bucket has
+    answered (:meth:`warehouse.storage.Storage.check`)."""
 
     def decorate(step: Step) -> Step:
         signature = inspect.signature(step)

@@ -1,4 +1,4 @@
-"""``spark_jobs.maintenance`` on a small real warehouse: Iceberg tables of a pyiceberg SQL
+"""``warehouse.maintenance`` on a small real warehouse: Iceberg tables of a pyiceberg SQL
 catalog over Parquet files, replaced and appended to as commits do; snapshots expired,
 unreferenced files removed, committed staged binlog files pruned. No Spark.
 
@@ -23,8 +23,8 @@ import pytest
 from binlog_codec.file_identity import read_identity
 from mariadb import REPO_ROOT
 from plugins.staging import MANIFEST
-from spark_jobs import maintenance
-from spark_jobs.catalog import FOLDER, open_catalog
+from warehouse import maintenance
+from warehouse.catalog import FOLDER, open_catalog
 
 DAY = 86400
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))

@@ -4,9 +4,9 @@ binlog files the checkpoint has passed pruned.
 A commit never rewrites or removes a file: a ``current`` table (``<db>.<table>``)
 and ``_binlake.table_schemas`` are replaced by a snapshot of new files beside the
 old ones, ``changes`` and the other metadata tables are appended to
-(:mod:`spark_jobs.catalog`). Older snapshots keep naming the old files, so a
+(:mod:`warehouse.catalog`). Older snapshots keep naming the old files, so a
 reader can travel back; without maintenance the warehouse only grows. Three
-steps, each run under the warehouse lock (:mod:`spark_jobs.lock`), so that no
+steps, each run under the warehouse lock (:mod:`warehouse.lock`), so that no
 commit lands while they look:
 
 1. :func:`expire_snapshots` — in every table of the catalog, the snapshots older
@@ -29,7 +29,7 @@ commit lands while they look:
 ``--dry-run`` (DAG param ``dry_run``) only reports what each step would remove.
 Command line::
 
-    python -m spark_jobs.maintenance WAREHOUSE [--state DIR] [--staging DIR] [--retention-days N]
+    python -m warehouse.maintenance WAREHOUSE [--state DIR] [--staging DIR] [--retention-days N]
         [--keep-last N] [--orphan-age-hours N] [--dry-run]
 """
 
@@ -45,12 +45,12 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterator
 
-from spark_jobs import storage
-from spark_jobs.catalog import FOLDER, local_path, open_catalog
-from spark_jobs.lock import warehouse_lock
-from spark_jobs.layout import name_of
 from spark_jobs.positions import binlog_name_of, log_order
-from spark_jobs.publish import JOURNAL, read_checkpoint
+from warehouse import storage
+from warehouse.catalog import FOLDER, local_path, open_catalog
+from warehouse.layout import name_of
+from warehouse.lock import warehouse_lock
+from warehouse.publish import JOURNAL, read_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -341,7 +341,7 @@ def run(warehouse: Path, staging: Path | None = None, retention: timedelta = RET
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_jobs.maintenance", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m warehouse.maintenance", description=__doc__.split("\n\n")[0])
     parser.add_argument("warehouse", help="the warehouse: a folder or s3://bucket/prefix")
     parser.add_argument("--state", type=Path, help="the state folder of an s3:// warehouse (as for the ingest)")
     parser.add_argument("--staging", type=Path, help="a staging folder (or a folder of them) to prune")

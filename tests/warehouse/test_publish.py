@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs import catalog, publish
+from warehouse import catalog, publish
 
 
 @pytest.fixture(autouse=True)

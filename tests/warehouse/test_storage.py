@@ -8,7 +8,7 @@ import pytest
 from pyarrow import fs as pafs
 
 from s3_server import ACCESS_KEY, REGION, SECRET_KEY
-from spark_jobs import catalog, storage
+from warehouse import catalog, storage
 
 
 @pytest.fixture
