@@ -97,12 +97,8 @@ def default_uri(warehouse: Path) -> str:
 def configure(warehouse: Path, uri: str) -> None:
     """Keep ``uri`` as the warehouse's catalog; a warehouse already kept in another one raises
     ``ValueError`` (its tables are registered there)."""
-    config = Path(warehouse).resolve() / FOLDER / CONFIG
-    kept = json.loads(config.read_text())["uri"] if config.exists() else None
-    if kept is None:
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(json.dumps({"uri": uri}))
-    elif kept != uri:
+    kept = storage.keep(Path(warehouse).resolve() / FOLDER / CONFIG, uri)
+    if kept != uri:
         raise ValueError(f"the warehouse {warehouse} is registered in the catalog {_shown(kept)}, not {_shown(uri)}")
 
 

@@ -233,14 +233,20 @@ def attach(uri: str, state: str | os.PathLike[str] | None = None) -> Path:
     if not is_object_store(uri):
         return root
     uri = "s3://" + str(uri).split("://", 1)[1].rstrip("/")
-    config = root / CONFIG
-    kept = json.loads(config.read_text())["uri"] if config.exists() else None
-    if kept is None:
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(json.dumps({"uri": uri}))
-    elif kept != uri:
+    kept = keep(root / CONFIG, uri)
+    if kept != uri:
         raise ValueError(f"the state folder {root} belongs to the warehouse {kept}, not {uri}")
     return root
+
+
+def keep(config: Path, uri: str) -> str:
+    """The URI the state folder's JSON file ``config`` keeps (``{"uri": ...}``); ``uri``, written
+    there, when it keeps none yet."""
+    if config.exists():
+        return json.loads(config.read_text())["uri"]
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"uri": uri}))
+    return uri
 
 
 def of(root: str | os.PathLike[str]) -> Storage:

@@ -28,7 +28,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import jwt
-import os
 import pytest
 from airflow import settings
 from airflow.api_fastapi.app import create_auth_manager, purge_cached_app
@@ -278,18 +277,6 @@ def test_a_refused_run_is_shown_with_its_problem_and_way_forward_until_cleared(w
 
 
 # ---------------------------------------------------------------- failed runs
-
-
-@pytest.fixture(scope="module")
-def spark():
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from spark_jobs.session import build_session
-
-    session = build_session("local[2]", app_name="binlake-view-tests", log_level="ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 def test_a_failed_run_is_shown_with_its_first_error_until_its_stream_succeeds(spark, tmp_path, token):

@@ -17,7 +17,6 @@ raises, as a Spark job that dies does), then a run of it succeeds.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -40,18 +39,6 @@ from warehouse.publish import CHECKPOINT, read_checkpoint
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
-
-
-@pytest.fixture(scope="module")
-def spark():
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from spark_jobs.session import build_session
-
-    session = build_session("local[2]", app_name="binlake-status-tests", log_level="ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
 
 
 @pytest.fixture(scope="module")
