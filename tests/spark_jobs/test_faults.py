@@ -5,9 +5,10 @@ round the files have grown to a new random length (cut after any event, inside
 a transaction too, so a file still being written is read up to its last
 complete transaction). Each round a run is started and killed, with its whole
 process group (the Spark JVM and its workers too), at a random moment: up to a
-second after a random line of its log (as many lines as a clean run logs), so
-that the kills spread over every step, the commit included; then a recovery
-run completes. A last run reads the complete files.
+second after a random line of its log (among as many lines as the round
+before's runs logged, a clean run's for the first: a run of a larger state logs
+at least as many), so that the kills spread over every step, the commit
+included; then a recovery run completes. A last run reads the complete files.
 
 The warehouse must then hold exactly what one clean run over the complete
 files gives: the same ``changes`` and ``current`` rows, no duplicate
@@ -96,9 +97,9 @@ def run_to_the_end(source: Path, warehouse: Warehouse, log: Path) -> int:
     return len(logged_lines(log))
 
 
-def run_and_kill(source: Path, warehouse: Warehouse, moment: tuple[int, float], log: Path, tally: Tally) -> None:
+def run_and_kill(source: Path, warehouse: Warehouse, moment: tuple[int, float], log: Path, tally: Tally) -> int:
     """An ingest killed (SIGKILL to its whole process group) at ``moment``: ``delay`` seconds after
-    it logged its ``lines``-th line, unless it finished before."""
+    it logged its ``lines``-th line, unless it finished before; returns the lines it logged."""
     lines, delay = moment
     with open(log, "w") as output:
         process = subprocess.Popen(ingest_command(source, warehouse), stdout=output, stderr=subprocess.STDOUT,
@@ -111,9 +112,10 @@ def run_and_kill(source: Path, warehouse: Warehouse, moment: tuple[int, float], 
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
             tally.killed[last_logger(log)] += 1
-            return
+            return len(logged_lines(log))
     assert process.returncode == 0, log.read_text()[-4000:]
     tally.finished_first += 1
+    return len(logged_lines(log))
 
 
 def logged_lines(log: Path) -> list[str]:
@@ -201,8 +203,9 @@ def test_runs_killed_at_random_moments_publish_every_row_exactly_once(tmp_path, 
     for n, state in enumerate(states[:-1]):
         write_source(source, state)
         moment = (rng.randint(0, lines), rng.uniform(0, 1))
-        run_and_kill(source, faulted, moment, tmp_path / f"killed-{n}.log", tally)
-        run_to_the_end(source, faulted, tmp_path / f"recovery-{n}.log")
+        logged = run_and_kill(source, faulted, moment, tmp_path / f"killed-{n}.log", tally)
+        recovered = run_to_the_end(source, faulted, tmp_path / f"recovery-{n}.log")
+        lines = max(logged, recovered)  # what a run of the next, larger state logs at least: its kill lands inside
         print(f"round {n + 1}/{KILLS}: {tally.summary()}", flush=True)
     write_source(source, states[-1])
     run_to_the_end(source, faulted, tmp_path / "last.log")
