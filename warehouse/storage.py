@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
@@ -147,7 +148,7 @@ def open_file(location: str) -> tuple[pafs.FileSystem, str]:
     raise ValueError(f"{location!r}: expected a local path, file:// or s3://")
 
 
-def read_parquet(location: str, **options) -> "pq.Table":
+def read_parquet(location: str, **options) -> pa.Table:
     """A whole Parquet file of the warehouse, local or in an object store."""
     filesystem, path = open_file(location)
     return pq.read_table(path, filesystem=filesystem, **options)
