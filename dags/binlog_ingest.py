@@ -33,8 +33,9 @@ schedule, the parameters and the wiring.
   unknown in ``current``).
 - **Assets.** ``publish`` emits one asset event per table the run published
   row changes of, through the asset alias ``binlake_tables``, on the table's
-  Asset ``binlake://localhost/<warehouse folder>/<database>/<table>`` (name and
-  URI alike, :func:`plugins.ingest_tasks.table_asset`); the event's extra has
+  Asset ``binlake://localhost/<warehouse folder>/<database>/<table>``
+  (``binlake://<bucket>/<prefix>/...`` for a warehouse in S3; name and URI
+  alike, :func:`plugins.ingest_tasks.table_asset`); the event's extra has
   ``database``, ``table``, ``rows``, ``run_id`` and ``warehouse``. A DAG
   scheduled on one such Asset runs after each run that changed the table; one
   scheduled on ``AssetAlias("binlake_tables")`` after each run that changed
@@ -67,8 +68,8 @@ PARAMS = {
     "warehouse_uri": Param(
         None,
         type=["null", "string"],
-        description="warehouse folder (file:///folder or a path); empty: the Variable binlake_warehouse_uri, "
-        "else $AIRFLOW_HOME/binlake/warehouse",
+        description="the warehouse: s3://bucket/prefix (with the connection binlake_s3), or a folder "
+        "(file:///folder or a path); empty: the Variable binlake_warehouse_uri, else $AIRFLOW_HOME/binlake/warehouse",
     ),
     "rebuild": Param(
         False,

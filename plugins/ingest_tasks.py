@@ -317,14 +317,17 @@ ASSET_HOST = "localhost"  # the warehouse is a folder of this machine, as in fil
 
 def table_asset_uri(warehouse: str | Path, database: str, table: str) -> str:
     """The URI of one warehouse table's Asset:
-    ``binlake://localhost/<warehouse folder>/<database>/<table>``.
+    ``binlake://localhost/<warehouse folder>/<database>/<table>``, or for a warehouse in an
+    object store ``binlake://<bucket>/<prefix>/<database>/<table>``.
 
     The folder is the warehouse's absolute path as the DAG resolves it (:func:`warehouse_of`);
     the database and the table are percent-encoded, so they are always the last two segments.
     The ``localhost`` host keeps the URI as written: Airflow shortens ``binlake:///path`` to
     ``binlake:/path``."""
-    folder = quote(str(warehouse_of(str(warehouse))), safe="/")
-    return f"{ASSET_SCHEME}://{ASSET_HOST}{folder}/{quote(database, safe='')}/{quote(table, safe='')}"
+    files = storage.of(warehouse_of(str(warehouse)))
+    host, folder = (ASSET_HOST, files.uri) if files.is_local else files.uri.split("://", 1)[1].partition("/")[::2]
+    folder = quote("/" + folder.strip("/"), safe="/")
+    return f"{ASSET_SCHEME}://{host}{folder}/{quote(database, safe='')}/{quote(table, safe='')}"
 
 
 def table_asset(warehouse: str | Path, database: str, table: str):
@@ -353,7 +356,7 @@ def announce_tables(events, warehouse: str | Path, prepared: dict | None) -> lis
         database, table = name.split(".", 1)
         asset = table_asset(warehouse, database, table)
         events.add(asset, extra={"database": database, "table": table, "rows": rows,
-                                 "run_id": prepared["run_id"], "warehouse": str(warehouse)})
+                                 "run_id": prepared["run_id"], "warehouse": storage.of(warehouse_of(str(warehouse))).uri})
         uris.append(asset.uri)
     if uris:
         log.info("asset events for %d tables: %s", len(uris), ", ".join(uris))

@@ -626,8 +626,8 @@ def check_type_changes(warehouse: Path, commits: list[TableCommit], sources: dic
         return
     place = storage.of(warehouse).location
     with _answering(warehouse, "checking the run's type changes"), connected(warehouse) as catalog:
-        for commit in commits:
-            table = _load(catalog, commit.table) if commit.files else None
+        for commit in commits:  # a table replaced whole keeps no earlier file: nothing of it is cast
+            table = _load(catalog, commit.table) if commit.files and not commit.whole else None
             if table is None:
                 continue
             target = _unified([_read_schema(sources.get(relative, place(relative))) for relative in commit.files])

@@ -48,6 +48,17 @@ def test_database_and_table_names_are_percent_encoded_as_the_last_two_segments(t
     assert Asset(uri).uri == uri  # nothing Airflow would normalise away
 
 
+def test_a_warehouse_in_an_object_store_names_its_assets_by_bucket_and_prefix(tmp_path, monkeypatch):
+    from warehouse import storage
+
+    monkeypatch.delenv("AIRFLOW_CONN_BINLAKE_S3", raising=False)
+    monkeypatch.setenv(storage.STATE_ENV, str(tmp_path))
+    uri = ingest_tasks.table_asset_uri("s3://lake/some prefix", "shop", "orders")
+    assert uri == "binlake://lake/some%20prefix/shop/orders" and Asset(uri).uri == uri
+    state = storage.state_folder("s3://lake/some prefix")  # a later task is handed the state folder
+    assert ingest_tasks.table_asset_uri(state, "shop", "orders") == uri
+
+
 def test_a_run_announces_each_table_it_published_rows_of(tmp_path):
     events = Events()
     uris = ingest_tasks.announce_tables(events, tmp_path, PREPARED)
