@@ -252,22 +252,23 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.backfill", description=__doc__.splitlines()[0])
     parser.add_argument("--source", required=True, help="folder of binlog files")
-    parser.add_argument("--warehouse", required=True, help="warehouse folder")
+    storage.add_arguments(parser)
     parser.add_argument("--start", required=True, type=datetime.fromisoformat, help="interval start (ISO 8601, UTC)")
     parser.add_argument("--end", required=True, type=datetime.fromisoformat, help="interval end, excluded")
     parser.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER, else local[*])")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     start, end = (t if t.tzinfo else t.replace(tzinfo=timezone.utc) for t in (args.start, args.end))
+    warehouse = storage.from_arguments(args)
     spark = build_session(args.master, app_name="binlake backfill")
     try:
-        with warehouse_lock(args.warehouse, purpose="backfill"):  # no other commit between prepare and publish
-            prepared = prepare_backfill(args.source, args.warehouse, start=start, end=end, spark=spark)
+        with warehouse_lock(warehouse, purpose="backfill"):  # no other commit between prepare and publish
+            prepared = prepare_backfill(args.source, warehouse, start=start, end=end, spark=spark)
             if not prepared.run_id:
                 print("nothing committed in that interval")
                 return 0
-            validate_run(spark, args.warehouse, prepared.run_id)
-            result = publish_run(args.warehouse, prepared.run_id)
+            validate_run(spark, warehouse, prepared.run_id)
+            result = publish_run(warehouse, prepared.run_id)
     except QualityFailed as exc:
         print(exc, file=sys.stderr)
         return 3

@@ -1,6 +1,7 @@
 """Bootstrap a warehouse from a backup image: the rows that existed before the first binlog read.
 
-    python -m spark_jobs.bootstrap --image FILE --warehouse DIR --source-key URI [--master URL] [--force]
+    python -m spark_jobs.bootstrap --image FILE --warehouse DIR|s3://BUCKET/PREFIX [--state DIR] --source-key URI
+                                   [--master URL] [--force]
 
 A change log needs a starting point. A backup image (WL#4063, written by
 ``binlog-codec backup create``) holds a consistent snapshot of tables and, in
@@ -84,7 +85,7 @@ from spark_jobs.ingest import (
 )
 from spark_jobs.materialize import materialize
 from spark_jobs.session import build_session
-from warehouse import publish
+from warehouse import publish, storage
 from warehouse.layout import path_part
 from warehouse.lock import locks_warehouse
 from warehouse.run_records import write_run_record
@@ -399,7 +400,7 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.bootstrap", description=__doc__.splitlines()[0])
     parser.add_argument("--image", required=True, help="backup image file (binlog-codec backup create)")
-    parser.add_argument("--warehouse", required=True, help="warehouse folder")
+    storage.add_arguments(parser)
     parser.add_argument("--source-key", required=True,
                         help="the binlog source the image's position belongs to, as the ingest names it")
     parser.add_argument("--master", help="Spark master URL (default: $SPARK_MASTER, else local[*])")
@@ -408,7 +409,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     spark = build_session(args.master, app_name="binlake bootstrap")
     try:
-        result = bootstrap(spark, args.image, args.warehouse, source_key=args.source_key, force=args.force)
+        result = bootstrap(spark, args.image, storage.from_arguments(args), source_key=args.source_key,
+                           force=args.force)
     except AlreadyBootstrapped as exc:
         print(f"bootstrap: {exc}", file=sys.stderr)
         return 2

@@ -673,12 +673,7 @@ def _summary(result: IngestResult) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.ingest", description=__doc__.splitlines()[0])
     parser.add_argument("--source", required=True, help="folder of binlog files")
-    parser.add_argument("--warehouse", required=True, help="the warehouse: a folder or s3://bucket/prefix (S3 "
-                        "settings from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)")
-    parser.add_argument(
-        "--state", metavar="DIR", help="the state folder of an s3:// warehouse: its checkpoint, commit journal, lock, "
-        "runs in progress and default catalog (default: s3/<bucket>/<prefix> under $BINLAKE_STATE_DIR, else under "
-        "~/.local/state/binlake); a local warehouse keeps them in its folder")
+    storage.add_arguments(parser)
     parser.add_argument(
         "--stream", help="name of the stream that owns the checkpoint (default: the source folder); point a stream "
         "at another source (a new primary's binlogs) to go on by GTID")
@@ -713,7 +708,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                            (ACCEPT_NEW_SERIES_CHOICE, args.accept_new_series)) if given]
     accept += [ACCEPT_TYPE_CHANGE + table for table in args.accept_type_change]
     try:
-        warehouse = str(storage.attach(args.warehouse, args.state))
+        warehouse = storage.from_arguments(args)
         if args.catalog:
             catalog.configure(Path(warehouse), args.catalog)
     except ValueError as exc:

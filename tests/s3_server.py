@@ -86,6 +86,12 @@ class S3Server:
         config = TransferConfig(multipart_threshold=part_size, multipart_chunksize=part_size)
         self.client().upload_fileobj(io.BytesIO(data), bucket, key, Config=config)
 
+    def settings(self) -> dict[str, str]:
+        """This server's endpoint and keys as the standard ``AWS_*`` environment variables, where a
+        warehouse in S3 takes them from (``warehouse.storage``)."""
+        return {"AWS_ENDPOINT_URL": self.endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+                "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}
+
     def store(self, uri: str):
         """The binlake object store for ``uri`` (``s3://bucket/prefix``) on this server."""
         return open_store(

@@ -342,8 +342,7 @@ def run(warehouse: Path, staging: Path | None = None, retention: timedelta = RET
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m warehouse.maintenance", description=__doc__.split("\n\n")[0])
-    parser.add_argument("warehouse", help="the warehouse: a folder or s3://bucket/prefix")
-    parser.add_argument("--state", type=Path, help="the state folder of an s3:// warehouse (as for the ingest)")
+    storage.add_arguments(parser, positional=True)
     parser.add_argument("--staging", type=Path, help="a staging folder (or a folder of them) to prune")
     parser.add_argument("--retention-days", type=float, default=RETENTION.days,
                         help=f"expire snapshots older than this (default {RETENTION.days})")
@@ -357,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     root = storage.state_folder(args.warehouse, args.state)
     if not (root / FOLDER).is_dir():
         parser.error(f"{args.warehouse}: no Iceberg catalog in {root / FOLDER}: not a warehouse")
-    lines = run(storage.attach(args.warehouse, args.state), args.staging, timedelta(days=args.retention_days), args.keep_last,
+    lines = run(Path(storage.from_arguments(args)), args.staging, timedelta(days=args.retention_days), args.keep_last,
                 timedelta(hours=args.orphan_age_hours), args.dry_run)
     print("\n".join(lines))
     return 0

@@ -255,3 +255,27 @@ def of(root: str | os.PathLike[str]) -> Storage:
     root = Path(root).resolve()
     config = root / CONFIG
     return Storage(json.loads(config.read_text())["uri"] if config.exists() else str(root))
+
+
+# -- the command line ------------------------------------------------------------------
+
+
+def add_arguments(parser, positional: bool = False) -> None:
+    """``--warehouse`` (or a positional ``warehouse``) and ``--state`` for a command line; the
+    command then names its warehouse by :func:`from_arguments`."""
+    help_text = ("the warehouse: a folder or s3://bucket/prefix (S3 settings from AWS_ENDPOINT_URL, "
+                 "AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION)")
+    if positional:
+        parser.add_argument("warehouse", help=help_text)
+    else:
+        parser.add_argument("--warehouse", required=True, help=help_text)
+    parser.add_argument(
+        "--state", metavar="DIR", help="the state folder of an s3:// warehouse: its checkpoint, commit journal, lock, "
+        "runs in progress and default catalog (default: s3/<bucket>/<prefix> under $BINLAKE_STATE_DIR, else under "
+        "~/.local/state/binlake); a local warehouse keeps them in its folder")
+
+
+def from_arguments(args) -> str:
+    """The state folder of the warehouse the command line names (:func:`add_arguments`,
+    :func:`attach`); ``ValueError`` for one that cannot be."""
+    return str(attach(args.warehouse, args.state))

@@ -383,7 +383,6 @@ def test_a_warehouse_in_s3_gets_the_same_tables_and_a_rebuild_of_its_day(airflow
                                                                           monkeypatch):
     """The samples ingested by a DAG run into ``s3://`` (the ``binlake_s3`` connection's settings,
     a state folder under ``BINLAKE_STATE_DIR``), then their day rebuilt there."""
-    from s3_server import ACCESS_KEY, REGION, SECRET_KEY
     from warehouse import catalog, storage
 
     bucket = s3_server.create_bucket("s3-warehouse")
@@ -396,8 +395,7 @@ def test_a_warehouse_in_s3_gets_the_same_tables_and_a_rebuild_of_its_day(airflow
     assert_succeeded(ingested, ALL_TASKS)
     assert_succeeded(rebuilt, ALL_TASKS)
     assert rebuilt["report"]["run_id"].startswith("backfill-")
-    for name, value in {"AWS_ENDPOINT_URL": s3_server.endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}.items():
+    for name, value in s3_server.settings().items():
         monkeypatch.setenv(name, value)
     warehouse = storage.state_folder(conf["warehouse_uri"], base=tmp_path / "state")
     logged = [change for sample in SAMPLES for change in logged_changes(sample)]

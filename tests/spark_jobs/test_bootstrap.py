@@ -12,7 +12,8 @@ snapshot already has.
 
 ``current/`` must equal ``SELECT`` on the server, value for value; ``changes/``
 must hold the snapshot rows (``r``) and exactly the row changes logged after
-the validity point, each once, none from before it.
+the validity point, each once, none from before it. The same holds for a
+warehouse in ``s3://`` on the private S3 server.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from mariadb_workload import (
 )
 from spark_jobs.bootstrap import AlreadyBootstrapped, bootstrap
 from spark_jobs.ingest import ingest
-from warehouse import publish
+from warehouse import catalog, publish, storage
 
 pytestmark = pytest.mark.integration
 
@@ -165,6 +166,23 @@ def test_the_checkpoint_is_the_validity_point_inside_a_file_with_earlier_transac
 
 def test_current_equals_select(mariadb, warehouse):
     assert_current_equals_server(mariadb, warehouse["root"], DATABASE, EVOLVED_TABLES, _astral_as_question_mark)
+
+
+def test_a_warehouse_in_s3_bootstrapped_then_ingested_equals_select(spark, mariadb, scenario, warehouse, s3_server,
+                                                                   tmp_path):
+    """The same image and binlogs into ``s3://`` on the private S3 server: the image's rows and
+    the later changes are objects under the prefix, read through the catalog."""
+    uri = f"s3://{s3_server.create_bucket('bootstrap')}/lake"
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in {**s3_server.settings(), storage.STATE_ENV: str(tmp_path)}.items():
+            patch.setenv(name, value)
+        bootstrap(spark, str(scenario["image"]), uri, source_key=SOURCE_KEY)
+        ingest(str(scenario["source"]), uri, spark=spark, source_key=SOURCE_KEY, validation=False)
+        root = storage.state_folder(uri)
+        assert publish.read_checkpoint(root) == publish.read_checkpoint(warehouse["root"])  # the local one's
+        assert all(path.startswith(f"{uri}/current/") for table in EVOLVED_TABLES
+                   for path in catalog.data_files(root, catalog.current_table(DATABASE, table.name)))
+        assert_current_equals_server(mariadb, root, DATABASE, EVOLVED_TABLES, _astral_as_question_mark)
 
 
 def test_changes_hold_the_snapshot_and_every_change_after_it_once(scenario, warehouse):

@@ -44,7 +44,6 @@ import pytest
 from binlog_codec.reader import BinlogReader
 from binlog_codec.transactions import scan_transactions
 from mariadb import REPO_ROOT
-from s3_server import ACCESS_KEY, REGION, SECRET_KEY
 from spark_jobs.ingest import RUNS_FOLDER
 from spark_jobs.streams import position_of
 from warehouse import catalog, publish, storage
@@ -185,8 +184,7 @@ def faulted(request, tmp_path) -> Warehouse:
     if request.param == "folder":
         return Warehouse.folder(tmp_path / "faulted")
     server, monkeypatch = request.getfixturevalue("s3_server"), request.getfixturevalue("monkeypatch")
-    for name, value in {"AWS_ENDPOINT_URL": server.endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}.items():
+    for name, value in server.settings().items():
         monkeypatch.setenv(name, value)  # for the runs (their environment is this one's) and the reads here
     return Warehouse(f"s3://{server.create_bucket('faults')}/faulted", tmp_path / "faulted-state")
 

@@ -20,7 +20,6 @@ naming the warehouse.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from datetime import timedelta
@@ -39,7 +38,6 @@ from mariadb_workload import (
     switching_statements,
     warehouse_rows,
 )
-from s3_server import ACCESS_KEY, REGION, SECRET_KEY
 from spark_jobs.ingest import ingest
 from warehouse import catalog, maintenance, publish, storage
 
@@ -150,17 +148,11 @@ def test_two_runs_split_at_a_file_boundary_give_the_same_tables(spark, source, w
 @pytest.fixture(scope="module")
 def s3_settings(s3_server, tmp_path_factory):
     """The server's settings in the standard environment variables, and a state folder, for the module."""
-    variables = {"AWS_ENDPOINT_URL": s3_server.endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-                 "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION,
-                 storage.STATE_ENV: str(tmp_path_factory.mktemp("state"))}
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    yield variables
-    for name, value in saved.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    variables = {**s3_server.settings(), storage.STATE_ENV: str(tmp_path_factory.mktemp("state"))}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in variables.items():
+            patch.setenv(name, value)
+        yield variables
 
 
 @pytest.fixture(scope="module")

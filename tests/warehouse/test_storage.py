@@ -7,14 +7,12 @@ import pyarrow.parquet as pq
 import pytest
 from pyarrow import fs as pafs
 
-from s3_server import ACCESS_KEY, REGION, SECRET_KEY
 from warehouse import catalog, storage
 
 
 @pytest.fixture
 def s3_env(s3_server, monkeypatch):
-    for name, value in {"AWS_ENDPOINT_URL": s3_server.endpoint_url, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-                        "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_REGION": REGION}.items():
+    for name, value in s3_server.settings().items():
         monkeypatch.setenv(name, value)
     return s3_server
 
