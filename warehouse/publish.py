@@ -5,12 +5,15 @@ warehouse layout (``changes/``, ``current/``, ``metadata/``), every file at a
 name unique to the run. Nothing there is visible to readers. :func:`commit`
 then makes it visible in three steps:
 
-1. **Journal.** The moves and the table commits (:func:`plan`) are written to
-   ``_journal/<run id>.json`` (a temporary file renamed into place: the rename
-   is the commit point). A run that dies before it leaves the warehouse exactly
-   as it was.
-2. **Apply.** The files move into the warehouse's folders, beside the files of
-   earlier runs (a repeated run's files take the place of identical ones); the
+1. **Journal.** The type changes the tables would take are tried
+   (:func:`warehouse.catalog.check_type_changes`), then the moves and the table
+   commits (:func:`plan`) are written to ``_journal/<run id>.json`` in the state
+   folder (a temporary file renamed into place: the rename is the commit point).
+   A run that dies before it leaves the warehouse exactly as it was.
+2. **Apply.** The files move into the warehouse's storage, eight at a time,
+   beside the files of earlier runs (renamed into a local warehouse, uploaded
+   to an object store, :mod:`warehouse.storage`; a repeated run's files take
+   the place of identical ones); the
    catalog gives every table the run touches one snapshot
    (:func:`warehouse.catalog.sync`): ``changes`` and the appended metadata
    tables get the run's files, a ``current`` table and ``table_schemas`` are
