@@ -160,7 +160,7 @@ def test_the_command_logs_what_a_user_can_act_on(source, tmp_path):
         capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    ours = re.compile(r"^\S+ \S+ INFO (spark_jobs|binlog_codec)\.")
+    ours = re.compile(r"^\S+ \S+ INFO (spark_jobs|binlog_codec|warehouse)\.")
     # the one warning: the source's look-alike, which the user can rename or remove
     actionable = re.compile(r"^\S+ \S+ WARNING spark_jobs\.source_files: .*notes\.000001: named like a binlog file")
     lines = run.stderr.splitlines()
