@@ -81,7 +81,9 @@ mariadb:
 # a new stamp name, and the environment is rebuilt from scratch so that it
 # holds exactly what the lock lists. Modules are compiled to bytecode at install
 # time, so that no process (a Spark worker, an Airflow task) compiles them at
-# import, even where bytecode is never written (PYTHONDONTWRITEBYTECODE).
+# import, even where bytecode is never written (PYTHONDONTWRITEBYTECODE). uv
+# keeps no cache: pyspark is built from its source at every install, and a
+# cache would keep each build (half a gigabyte) in ~/.cache/uv for good.
 $(LOCK_STAMP):
 	@test -n "$(LOCK_SHA)" || { echo "$(LOCK) is missing"; exit 1; }
 	@echo "==> building $(VENV) from $(LOCK)"
@@ -89,7 +91,7 @@ $(LOCK_STAMP):
 	$(PYTHON) -m venv $(VENV)
 	@start=$$(date +%s); \
 	if $(VPY) -m pip install -q "uv==$(UV_VERSION)" && \
-	   $(VENV)/bin/uv pip install --compile-bytecode --python $(VPY) -r $(LOCK); then \
+	   $(VENV)/bin/uv pip install --no-cache --compile-bytecode --python $(VPY) -r $(LOCK); then \
 	  :; \
 	else \
 	  echo "==> uv unavailable or failed, installing with pip"; \
