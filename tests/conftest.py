@@ -149,15 +149,24 @@ def chromium() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark():
-    """A local[2] SparkSession (``spark_jobs.session`` defaults) for the whole test session,
-    stopped at its end."""
+    """A local[2] SparkSession (``spark_jobs.session`` defaults) shared by the modules of the test
+    session: the one running, or a new one when code under test has stopped it (an Airflow task
+    stops its own session, which in the test's process is this one)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from spark_jobs.session import build_session
 
-    session = build_session("local[2]", app_name="binlake-tests", log_level="ERROR")
-    try:
-        yield session
-    finally:
-        session.stop()
+    return build_session("local[2]", app_name="binlake-tests", log_level="ERROR")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def spark_stopped_at_the_end():
+    """The SparkSession still running when the test session ends, stopped."""
+    yield
+    if "pyspark" in sys.modules:
+        from pyspark.sql import SparkSession
+
+        running = SparkSession.getActiveSession()
+        if running is not None:
+            running.stop()
