@@ -503,6 +503,7 @@ def test_ctrl_c_exits_130_without_a_traceback():
     try:
         assert b"copying standard input" in _stderr_line_with(process, b"copying standard input")
         process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)  # standard input still open: only the signal can end the copy
         _, err = process.communicate(timeout=30)
     finally:
         process.kill()
