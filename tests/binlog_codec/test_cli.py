@@ -495,10 +495,13 @@ def test_progress_on_stderr_for_every_file_command(capsys, monkeypatch, command)
 
 
 def test_ctrl_c_exits_130_without_a_traceback():
-    """SIGINT while binlog-codec waits for standard input, once it says it reads it."""
+    """SIGINT while binlog-codec waits for standard input, once it says it reads it. The command
+    starts with SIGINT's default action, as from a terminal: a process started in the background
+    by a shell inherits SIGINT ignored, and Python then never raises KeyboardInterrupt."""
     process = subprocess.Popen(
         [sys.executable, "-m", "binlog_codec.cli", "-v", "events", "-"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         assert b"copying standard input" in _stderr_line_with(process, b"copying standard input")
