@@ -726,7 +726,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except QualityFailed as exc:
         print(exc, file=sys.stderr)
         return 3
-    except (ContinuityError, SchemaConflict, catalog.TypeChangeRefused) as exc:
+    except (ContinuityError, SchemaConflict, catalog.TypeChangeRefused, publish.CheckpointMismatch) as exc:
         print(f"refused, nothing published: {exc}", file=sys.stderr)
         return 4
     except (catalog.CatalogUnavailable, storage.StorageUnavailable) as exc:

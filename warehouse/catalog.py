@@ -284,6 +284,18 @@ def tables_of_database(warehouse: Path, database: str) -> list[str]:
         return sorted(name[-1] for name in found if not name[-1].endswith(CHANGES))
 
 
+def committed_checkpoint(warehouse: Path) -> dict | None:
+    """The checkpoint the catalog's last commit carried (``binlake.checkpoint`` of the current
+    snapshot of ``_binlake.runs``, which every commit appends to); None before the first."""
+    if not has_catalog(warehouse):
+        return None
+    with _answering(warehouse, "reading its last checkpoint"), connected(warehouse) as catalog:
+        table = _load(catalog, identifier("runs"))
+        snapshot = None if table is None else table.current_snapshot()
+        text = None if snapshot is None else snapshot.summary.additional_properties.get(CHECKPOINT)
+    return None if text is None else json.loads(text)
+
+
 def _referenced(table) -> dict:
     """The data files of ``table``'s current snapshot by path, from its manifests (a scan plan
     leaves out the files without rows: an emptied table's)."""

@@ -119,6 +119,7 @@ def commit(warehouse: Path, run_folder: Path, run_id: str, replaced: tuple[str, 
     """Publish ``run_folder`` into ``warehouse``; returns the number of moves. See the module text."""
     warehouse, run_folder = Path(warehouse), Path(run_folder)
     recover(warehouse)
+    _check_checkpoint(warehouse)
     planned = plan(run_folder, replaced)
     catalog.check_type_changes(warehouse, planned.tables, {move.target: move.source for move in planned.moves})
     journal = warehouse / JOURNAL / f"{run_id}.json"
@@ -126,6 +127,23 @@ def commit(warehouse: Path, run_folder: Path, run_id: str, replaced: tuple[str, 
     _apply(warehouse, journal)
     log.info("run %s committed: %d files into %s, %d tables", run_id, len(planned.moves), warehouse, len(planned.tables))
     return len(planned.moves)
+
+
+class CheckpointMismatch(RuntimeError):
+    """The state folder's checkpoint is not the one the catalog's tables were last committed with:
+    a run planned from it would publish rows the tables already hold, or skip some."""
+
+
+def _check_checkpoint(warehouse: Path) -> None:
+    """Refuse a commit when the checkpoint in the state folder differs from the one the catalog's
+    last commit carried (a state folder lost, restored from an older copy, or another one beside a
+    shared catalog)."""
+    kept, here = catalog.committed_checkpoint(warehouse), read_checkpoint(warehouse)
+    if kept is not None and kept != here:
+        raise CheckpointMismatch(
+            f"the checkpoint in {warehouse / CHECKPOINT} ({json.dumps(here, sort_keys=True)[:300]}) is not the one "
+            f"the catalog's tables were last committed with ({json.dumps(kept, sort_keys=True)[:300]}): nothing was "
+            "published; restore the warehouse's state folder, or write that checkpoint back, before the next run")
 
 
 def recover(warehouse: Path) -> list[str]:

@@ -187,6 +187,21 @@ def test_a_commit_that_dies_among_the_tables_is_finished_once_by_its_recovery(sp
     assert summaries[-1] == finished and summaries.count(finished) == 1
 
 
+def test_a_state_folder_that_lost_its_checkpoint_is_refused_before_it_publishes_rows_twice(spark, tmp_path):
+    """The checkpoint file gone (a state folder lost or restored from an older copy) while the
+    catalog's tables hold the run: the run read again from the start would append its rows a
+    second time. It is refused at its commit, and the tables stay as they were."""
+    warehouse = tmp_path / "warehouse"
+    ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse)
+    before = {name: catalog_rows(warehouse, name) for name in (("shop", "orders__changes"), ("shop", "orders"))}
+    (warehouse / publish.CHECKPOINT).unlink()
+    with pytest.raises(publish.CheckpointMismatch, match=r"is not the one the catalog's tables were last committed "
+                                                         r"with .*nothing was published"):
+        ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse)
+    assert {name: catalog_rows(warehouse, name) for name in before} == before
+    assert not (warehouse / publish.JOURNAL).exists()
+
+
 def test_a_warehouse_kept_in_one_catalog_refuses_another(tmp_path):
     catalog.configure(tmp_path, "postgresql://binlake:secret@db.example/lake")
     catalog.configure(tmp_path, "postgresql://binlake:secret@db.example/lake")  # the same again: fine
