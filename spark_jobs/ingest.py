@@ -718,32 +718,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = build_session(args.master, app_name="binlake ingest",
                           conf={DRIVER_MEMORY: args.driver_memory} if args.driver_memory else None)
     try:
-        result = ingest(
+        status, verdict = 0, _summary(ingest(
             args.source, warehouse, spark=spark, target_bytes=int(args.split_mb * 2**20),
             stream=args.stream, accept=accept, validation=not args.no_validation, scanned=scanned,
             airflow_run=args.airflow_run,
-        )
-    except QualityFailed as exc:
-        print(exc, file=sys.stderr)
-        return 3
-    except (ContinuityError, SchemaConflict, catalog.TypeChangeRefused, publish.CheckpointMismatch) as exc:
-        print(f"refused, nothing published: {exc}", file=sys.stderr)
-        return 4
-    except (catalog.CatalogUnavailable, storage.StorageUnavailable) as exc:
-        print(exc, file=sys.stderr)
-        return 1
+        ))
     except Exception as exc:
-        failure = spark_failure(exc, args.driver_memory)
-        if failure is None:
-            raise
-        log.error("Spark failed", exc_info=exc)
-        print(f"Spark failed, nothing published: {failure}", file=sys.stderr)
-        return SPARK_FAILED
+        status, verdict = _failure(exc, args.driver_memory)
     finally:
-        stop(spark)
-    print(_summary(result))
-    return 0
+        stop(spark)  # before the verdict: whatever Spark says while it stops is not the last word
+    print(verdict, file=sys.stderr if status else sys.stdout)
+    return status
 
+
+def _failure(exc: Exception, driver_memory: str | None) -> tuple[int, str]:
+    """The exit status and the one line a failed run ends with; an error that is neither a refusal
+    nor Spark's own is raised again, with its traceback."""
+    if isinstance(exc, QualityFailed):
+        return 3, str(exc)
+    if isinstance(exc, (ContinuityError, SchemaConflict, catalog.TypeChangeRefused, publish.CheckpointMismatch)):
+        return 4, f"refused, nothing published: {exc}"
+    if isinstance(exc, (catalog.CatalogUnavailable, storage.StorageUnavailable)):
+        return 1, str(exc)
+    failure = spark_failure(exc, driver_memory)
+    if failure is None:
+        raise exc
+    log.error("Spark failed", exc_info=exc)
+    return SPARK_FAILED, f"Spark failed, nothing published: {failure}"
 
 if __name__ == "__main__":
     sys.exit(main())
