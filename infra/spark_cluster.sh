@@ -8,9 +8,16 @@
 #   infra/spark_cluster.sh stop DIR
 #
 # start prints key=value lines (master=spark://127.0.0.1:PORT, workers=N) once
-# every worker has registered with the master; logs and work folders live in
-# DIR. PYTHON selects the interpreter (default: python3); executors run
-# Python workers with that same interpreter.
+# every worker has registered with the master; logs live in DIR, and each
+# worker has its own work and temporary folders (DIR/workerN/work, .../tmp):
+# the workers share no folder with each other. PYTHON selects the interpreter
+# (default: python3); executors run Python workers with that same interpreter.
+#
+# SPARK_CLUSTER_HIDE (folders, separated by ':') hides folders of this machine
+# from the workers, as on a cluster whose nodes share no folder with the
+# driver: each worker runs in a mount namespace of its own (unshare) where
+# each of those folders is an empty tmpfs. It needs the privilege to unshare
+# (root); start fails, saying so, without it.
 set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
@@ -28,9 +35,28 @@ free_port() {
 daemon() {  # daemon DIR NAME CLASS ARGS...: start one daemon in the background, record its pid
   local dir="$1" name="$2"
   shift 2
-  SPARK_LOCAL_IP="$HOST" SPARK_LOG_DIR="$dir/logs" SPARK_WORKER_DIR="$dir/work" \
-    PYSPARK_PYTHON="$PYTHON" nohup "$SPARK_HOME/bin/spark-class" "$@" >"$dir/logs/$name.out" 2>&1 &
+  mkdir -p "$dir/$name/work" "$dir/$name/tmp"
+  SPARK_LOCAL_IP="$HOST" SPARK_LOG_DIR="$dir/logs" SPARK_WORKER_DIR="$dir/$name/work" \
+    SPARK_LOCAL_DIRS="$dir/$name/tmp" TMPDIR="$dir/$name/tmp" PYSPARK_PYTHON="$PYTHON" \
+    nohup "$SPARK_HOME/bin/spark-class" "$@" >"$dir/logs/$name.out" 2>&1 &
   echo $! >"$dir/$name.pid"
+}
+
+hidden_daemon() {  # as daemon, in a mount namespace where the SPARK_CLUSTER_HIDE folders are empty
+  local dir="$1" name="$2"
+  shift 2
+  mkdir -p "$dir/$name/work" "$dir/$name/tmp"
+  SPARK_LOCAL_IP="$HOST" SPARK_LOG_DIR="$dir/logs" SPARK_WORKER_DIR="$dir/$name/work" \
+    SPARK_LOCAL_DIRS="$dir/$name/tmp" TMPDIR="$dir/$name/tmp" PYSPARK_PYTHON="$PYTHON" \
+    nohup unshare --mount --propagation private bash -c '
+      IFS=: read -ra hidden <<<"$SPARK_CLUSTER_HIDE"
+      for folder in "${hidden[@]}"; do mount -t tmpfs binlake-hidden "$folder" || exit 70; done
+      exec "$@"' worker "$SPARK_HOME/bin/spark-class" "$@" >"$dir/logs/$name.out" 2>&1 &
+  echo $! >"$dir/$name.pid"
+}
+
+can_hide() {
+  unshare --mount --propagation private true 2>/dev/null
 }
 
 registered_workers() {  # the master's web UI JSON lists the workers that are ALIVE
@@ -53,15 +79,21 @@ start() {
     status "$dir"
     return 0
   fi
-  mkdir -p "$dir/logs" "$dir/work"
+  mkdir -p "$dir/logs"
+  if [ -n "${SPARK_CLUSTER_HIDE:-}" ] && ! can_hide; then
+    echo "spark cluster: SPARK_CLUSTER_HIDE needs a mount namespace (unshare --mount), which is not permitted here" >&2
+    return 1
+  fi
   SPARK_HOME="$(spark_home)"
   export SPARK_HOME
   port="$(free_port)"
   ui="$(free_port)"
   daemon "$dir" master org.apache.spark.deploy.master.Master --host "$HOST" --port "$port" --webui-port "$ui"
+  local start_worker=daemon
+  [ -n "${SPARK_CLUSTER_HIDE:-}" ] && start_worker=hidden_daemon
   for n in $(seq 1 "$workers"); do
-    daemon "$dir" "worker$n" org.apache.spark.deploy.worker.Worker "spark://$HOST:$port" \
-      --host "$HOST" --cores "$cores" --memory 1g --webui-port 0 --work-dir "$dir/work"
+    "$start_worker" "$dir" "worker$n" org.apache.spark.deploy.worker.Worker "spark://$HOST:$port" \
+      --host "$HOST" --cores "$cores" --memory 1g --webui-port 0 --work-dir "$dir/worker$n/work"
   done
   printf 'master=spark://%s:%s\nui_port=%s\nworkers=%s\n' "$HOST" "$port" "$ui" "$workers" >"$dir/cluster.env"
   local waited=0

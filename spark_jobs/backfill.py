@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import posixpath
 import shutil
 import time
 from datetime import date, datetime, time as clock, timedelta, timezone
@@ -39,15 +40,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
-from pyarrow import fs as pafs
 
 from binlog_codec.arrow import TABLE_SCHEMA
 from spark_jobs import image_files, schema_history
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, TRANSACTION_SCHEMA, decode
 from warehouse import catalog, publish, storage
 from spark_jobs.ingest import (
-    FACTS_FOLDER, RUN_FILE, IngestResult, Input, primary_keys, publish_run, recover, work_folder,
+    FACTS_FOLDER, RUN_FILE, IngestResult, Input, discard_run, primary_keys, publish_run, recover, run_area, work_folder,
 )
 from spark_jobs.materialize import COMMIT_DATE, ORDER, materialize
 from warehouse.lock import locks_warehouse, warehouse_lock
@@ -112,10 +111,10 @@ def prepare_backfill(
     inputs = [Input(str(_source_file(source, name)), 0) for name in names]
     result.run_id = _run_id(days, inputs)
     result.inputs, result.started = inputs, started.isoformat()
-    work = work_folder(root, result.run_id)
-    shutil.rmtree(work, ignore_errors=True)
+    work, area = work_folder(root, result.run_id), run_area(root, result.run_id)
+    discard_run(root, result.run_id)
     log.info("backfill %s: days %s from %d files", result.run_id, ", ".join(map(str, days)), len(inputs))
-    decoded = decode(spark, [i.path for i in inputs], work / "staging", target_bytes)
+    decoded = decode(spark, [i.path for i in inputs], f"{area}/staging", target_bytes)
     result.bytes = decoded.bytes
     keys = primary_keys(decoded)
     for (database, table), images in sorted(decoded.images.items()):
@@ -125,25 +124,26 @@ def prepare_backfill(
             log.warning("%s has no primary key: its changes are not rebuilt", name)
             result.skipped.append(name)
             continue
-        within = _images_on_days(images, days, work / "days")
+        within = _images_on_days(images, days, f"{area}/days")
         if within:
             prior = _state_before(spark, root, database, table, key, days[0], work / "prior")
             done = materialize(
                 spark, within, database=database, table=table, key_columns=key, current=prior,
-                target=str(work / "out"), run_name=result.run_id,
+                target=f"{area}/out", run_name=result.run_id,
             )
             result.rows[name] = done.changes_rows
-    shutil.rmtree(work / "out" / "current", ignore_errors=True)  # a backfill leaves current/ as it is
-    write_facts(decoded, days, set(result.rows), work / FACTS_FOLDER)
-    for scratch in ("staging", "days", "prior"):
-        shutil.rmtree(work / scratch, ignore_errors=True)
+    storage.remove(f"{area}/out/current")  # a backfill leaves current/ as it is
+    write_facts(decoded, days, set(result.rows), f"{area}/{FACTS_FOLDER}")
+    for scratch in ("staging", "days"):
+        storage.remove(f"{area}/{scratch}")
+    shutil.rmtree(work / "prior", ignore_errors=True)
     result.checkpoint = publish.read_checkpoint(root)
     result.seconds = time.monotonic() - timer
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
     return result
 
 
-def write_facts(decoded, days: list[date], tables: set[str], folder: Path) -> None:
+def write_facts(decoded, days: list[date], tables: set[str], folder: str) -> None:
     """What validation checks the rebuilt ``changes`` against, kept out of the published output:
     the table versions of the rebuilt ``tables`` (``db.table``), the transactions committed on
     ``days`` with their rows of those tables and the schema changes logged on ``days``
@@ -152,12 +152,12 @@ def write_facts(decoded, days: list[date], tables: set[str], folder: Path) -> No
     def rebuilt(row: dict) -> bool:
         return f"{row['database']}.{row['table']}" in tables
 
-    versions = [row for row in pq.read_table(decoded.table_schemas).to_pylist() if rebuilt(row)] \
+    versions = [row for row in storage.read_parquet(decoded.table_schemas).to_pylist() if rebuilt(row)] \
         if decoded.table_schemas else []
     lo, hi = _day_bounds(days)
     transactions = []
     for path in decoded.transaction_files:
-        index = pq.read_table(path)
+        index = storage.read_parquet(path)
         index = index.filter(pc.and_(pc.greater_equal(index["commit_ts"], lo), pc.less(index["commit_ts"], hi)))
         for row in index.to_pylist():
             transactions.append({**row, "rows_per_table": [entry for entry in row["rows_per_table"] if rebuilt(entry)]})
@@ -165,16 +165,14 @@ def write_facts(decoded, days: list[date], tables: set[str], folder: Path) -> No
     for name, rows, schema in (("table_schemas", versions, TABLE_SCHEMA),
                                ("transactions", transactions, TRANSACTION_SCHEMA),
                                (schema_history.SCHEMA_CHANGES, changes, schema_history.SCHEMA_CHANGES_SCHEMA)):
-        target = folder / "metadata" / name / f"{name}.parquet"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), target)
+        storage.write_parquet(pa.Table.from_pylist(rows, schema=schema), f"{folder}/metadata/{name}/{name}.parquet")
 
 
 def _schema_changes_on(path: str | None, lo: pa.Scalar, hi: pa.Scalar) -> list[dict]:
     """The staged schema changes logged in ``[lo, hi)``."""
     if path is None:
         return []
-    changes = pq.read_table(path)
+    changes = storage.read_parquet(path)
     return changes.filter(pc.and_(pc.greater_equal(changes["_commit_ts"], lo), pc.less(changes["_commit_ts"], hi))).to_pylist()
 
 
@@ -190,18 +188,18 @@ def _run_id(days: list[date], inputs: list[Input]) -> str:
     return f"{BACKFILL}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def _images_on_days(images: list[str], days: list[date], folder: Path) -> list[str]:
-    """Copies of the staged image files holding only the rows committed on ``days``."""
+def _images_on_days(images: list[str], days: list[date], folder: str) -> list[str]:
+    """Copies of the staged image files holding only the rows committed on ``days``, in the folder
+    at the location ``folder``."""
     lo, hi = _day_bounds(days)
     kept = []
-    folder.mkdir(parents=True, exist_ok=True)
-    for n, path in enumerate(images):
-        rows = image_files.read(pafs.LocalFileSystem(), path)
+    for n, location in enumerate(images):
+        rows = image_files.read(*storage.open_file(location))
         rows = rows.filter(pc.and_(pc.greater_equal(rows["_commit_ts"], lo), pc.less(rows["_commit_ts"], hi)))
         if rows.num_rows:
-            target = folder / f"{n:06d}-{Path(path).name}"
-            image_files.write(str(target), rows)
-            kept.append(str(target))
+            target = f"{folder}/{n:06d}-{posixpath.basename(location)}"
+            image_files.write(target, rows)
+            kept.append(target)
     return kept
 
 

@@ -385,8 +385,7 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
         started=started.isoformat(), kind=RUN_KIND,
     )
     write_run_record(out, record)
-    publish.write_atomically(out / publish.CHECKPOINT, json.dumps(new_checkpoint, indent=1, sort_keys=True))
-    publish.commit(root, out, run_id)
+    publish.commit(root, out, run_id, checkpoint=new_checkpoint)
     shutil.rmtree(work, ignore_errors=True)
     result = BootstrapResult(
         run_id, str(image), flavour, {"file": point.file, "position": point.position, "time": point.time.isoformat()},

@@ -46,9 +46,9 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from spark_jobs.run_facts import BEFORE, IntegerRange, TableFacts
+from warehouse.storage import parquet_file
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +179,7 @@ class _FileStream:
     findings: dict[tuple[str, str, str], _Finding] = field(default_factory=dict)  # (check, column, expected)
 
     def __post_init__(self) -> None:
-        source = pq.ParquetFile(self.path)
+        source = parquet_file(self.path)
         self.schema = source.schema_arrow
         present = set(self.schema.names)
         self.ranges = [(name, bounds, ids) for name, column in self.facts.columns.items() if name in present
@@ -302,11 +302,30 @@ class _FileStream:
 
 def _fields(schema: pa.Schema) -> list[tuple[str, str]]:
     """The file's fields and their Arrow types, those of ``_before`` as ``_before.<column>``."""
-    fields = [(item.name, str(item.type)) for item in schema]
+    fields = [(item.name, type_name(item.type)) for item in schema]
     if BEFORE in schema.names and pa.types.is_struct(schema.field(BEFORE).type):
         before = schema.field(BEFORE).type
-        fields += [(f"{BEFORE}.{before.field(i).name}", str(before.field(i).type)) for i in range(before.num_fields)]
+        fields += [(f"{BEFORE}.{before.field(i).name}", type_name(before.field(i).type)) for i in range(before.num_fields)]
     return fields
+
+
+def type_name(kind: pa.DataType) -> str:
+    """``kind`` as ``metadata/table_schemas`` names Arrow types: a list's values named ``item``, as
+    Arrow names them, whatever name the Parquet file gives them (``element``, the Parquet
+    specification's name for them, which pyarrow writes by default)."""
+    return str(_arrow_named(kind))
+
+
+def _arrow_named(kind: pa.DataType) -> pa.DataType:
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind):
+        value = kind.value_field
+        item = pa.field("item", _arrow_named(value.type), value.nullable, value.metadata)
+        if pa.types.is_fixed_size_list(kind):
+            return pa.list_(item, kind.list_size)
+        return pa.large_list(item) if pa.types.is_large_list(kind) else pa.list_(item)
+    if pa.types.is_struct(kind):
+        return pa.struct([field.with_type(_arrow_named(field.type)) for field in kind])
+    return kind
 
 
 def _numeric(kind: pa.DataType) -> bool:

@@ -42,39 +42,38 @@ characters a path cannot (``/``, ``.``, ...).
 The split size is the target (64 MB by default), or smaller when that keeps
 every Spark task slot busy to the end (:func:`spark_jobs.splits.balanced_target`).
 
-Nothing is visible until every split is decoded: tasks write under
-``_temporary/<run>/`` in the staging folder, and the driver moves the files
-into place once the whole job has succeeded. When a split fails to decode, the
-driver raises the ``binlog_codec`` error of the first failing split in log
-order (same class, file, position, event type; a corrupt event in a file's
-unfinished last transaction, found while planning, counts as the file's last
-split) and removes the temporary folder; the staging folder is left as it
-was. A file whose framing is broken fails already in planning, on the driver. The staging folder is
-scratch space: anything a crash leaves in ``_temporary`` can be thrown away,
-and what is published comes from :class:`DecodeResult`, not from listing it.
+The staging folder is a run's own scratch space (``_runs/<run id>/staging``
+in the warehouse's storage): tasks write their files there directly, through
+``pyarrow.fs``, so it is a local folder for a local warehouse and a prefix of
+the object store for an ``s3://`` one, which every node of a cluster reaches.
+What the run goes on with comes from :class:`DecodeResult`, never from listing
+the folder: a file a failed task attempt left is written again by the next
+attempt, under the same name. When a split fails to decode, the driver raises
+the ``binlog_codec`` error of the first failing split in log order (same class,
+file, position, event type; a corrupt event in a file's unfinished last
+transaction, found while planning, counts as the file's last split) and
+removes the files the other splits wrote. A file whose framing is broken fails
+already in planning, on the driver.
 
-Executors write to the staging folder directly: it must be a folder every
-executor can reach (any local folder with a local master; a shared mount on a
-cluster).
+A task reads its split from the binlog file at the path the driver planned
+from, or, where it has a ``location`` (``locations``: a cluster whose nodes
+share no folder), from object storage (:mod:`spark_jobs.remote_splits`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
 import os
-import shutil
 import time
-import uuid
 from collections import Counter
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import AbstractSet, Any, Iterable, Mapping
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from binlog_codec import errors
 from binlog_codec.arrow import TABLE_SCHEMA, Commit, UNSIGNED_BIGINT, binlog_seq, table_schema_row
@@ -86,15 +85,15 @@ from binlog_codec.table_batches import TableBatches
 from binlog_codec.table_map import TableMap
 from binlog_codec.transactions import Transaction
 
-from . import image_files, schema_history, tasks
+from . import image_files, remote_splits, schema_history, tasks
 from .gc_pause import paused_gc
+from warehouse import storage
 from warehouse.layout import path_part
 from .splits import DEFAULT_TARGET_BYTES, balanced_target, FilePlan, Split, SplitPlan, plan_splits, split_events, split_transactions
 
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 16_384  # rows of one table version buffered before they are written (memory per task)
-TEMPORARY = "_temporary"
 IMAGES, TRANSACTIONS, TABLE_SCHEMAS, CHARSET_CHECKS = "images", "transactions", "table_schemas", "charset_checks"
 
 _TABLE_ROWS = pa.struct([
@@ -162,7 +161,8 @@ SUMMARY_SCHEMA = pa.schema([
 
 @dataclass
 class DecodeResult:
-    """What :func:`decode` staged. Paths are absolute; tables are ``(database, table)``."""
+    """What :func:`decode` staged. Locations are absolute paths or ``s3://`` URIs; tables are
+    ``(database, table)``."""
 
     staging_dir: str
     files: list[FilePlan]
@@ -198,7 +198,7 @@ class DecodeResult:
 class _VersionFile:
     """The staged file of one table version's rows in one split, written in batches."""
 
-    def __init__(self, table: TableMap, split: Split, work_dir: Path, batch_rows: int) -> None:
+    def __init__(self, table: TableMap, split: Split, staging: str, batch_rows: int) -> None:
         self.batches = TableBatches(table, split.flavour)
         self.table = table
         self.flavour = split.flavour
@@ -206,8 +206,7 @@ class _VersionFile:
             IMAGES, path_part(table.database), path_part(table.table),
             f"schema_id={self.batches.schema_id}", f"part-{split.stem}{image_files.SUFFIX}",
         ])
-        self.target = work_dir / self.relative
-        self.temporary = self.target.with_name(f"{self.target.name}.{uuid.uuid4().hex}.tmp")
+        self.target = f"{staging}/{self.relative}"
         self.batch_rows = batch_rows
         self.rows = 0
         self.first: tuple[int, int | None] | None = None  # (position, inner offset) of the first row
@@ -228,15 +227,13 @@ class _VersionFile:
 
     def _write(self) -> None:
         if self._writer is None:
-            self.target.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = image_files.ImageFileWriter(str(self.temporary), self.batches.schema)
+            self._writer = image_files.ImageFileWriter(self.target, self.batches.schema)
         self._writer.write(self.batches.flush())
 
     def close(self) -> dict[str, Any]:
-        """Write the rest, put the file in place; its entry of the task summary."""
+        """Write the rest and close the file; its entry of the task summary."""
         self._write()
         self._writer.close()
-        os.replace(self.temporary, self.target)
         return {
             "database": self.table.database,
             "table": self.table.table,
@@ -253,15 +250,15 @@ class _VersionFile:
     def discard(self) -> None:
         if self._writer is not None:
             self._writer.close()
-        self.temporary.unlink(missing_ok=True)
+            storage.remove(self.target)
 
 
 class _ImageFiles:
     """The image files of one split, one per table version."""
 
-    def __init__(self, split: Split, work_dir: Path, batch_rows: int) -> None:
+    def __init__(self, split: Split, staging: str, batch_rows: int) -> None:
         self.split = split
-        self.work_dir = work_dir
+        self.staging = staging
         self.batch_rows = batch_rows
         self._by_map: dict[int, tuple[TableMap, _VersionFile]] = {}  # the map is kept so its id stays its own
         self._by_schema: dict[str, _VersionFile] = {}
@@ -274,7 +271,7 @@ class _ImageFiles:
         return found[1].append(rows, commit)
 
     def _file(self, table: TableMap) -> _VersionFile:
-        candidate = _VersionFile(table, self.split, self.work_dir, self.batch_rows)
+        candidate = _VersionFile(table, self.split, self.staging, self.batch_rows)
         return self._by_schema.setdefault(candidate.batches.schema_id, candidate)
 
     def close(self) -> list[dict[str, Any]]:
@@ -335,9 +332,9 @@ class _TransactionIndex:
             for transaction, counts in zip(self.transactions, self.counts)
         ]
 
-    def write(self, work_dir: Path) -> str:
+    def write(self, staging: str) -> str:
         relative = f"{TRANSACTIONS}/part-{self.split.stem}.parquet"
-        _write_table(pa.Table.from_pylist(self.rows(), schema=TRANSACTION_SCHEMA), work_dir / relative)
+        storage.write_parquet(pa.Table.from_pylist(self.rows(), schema=TRANSACTION_SCHEMA), f"{staging}/{relative}")
         return relative
 
 
@@ -361,50 +358,48 @@ def _transaction_row(
     }
 
 
-def _write_table(table: pa.Table, target: Path) -> None:
-    """Write ``table`` to ``target`` through a temporary name, so that a reader never sees half a file."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")
-    pq.write_table(table, temporary)
-    os.replace(temporary, target)
-
-
-def _error_fields(exc: errors.BinlogError) -> dict[str, Any]:
+def _error_fields(exc: errors.BinlogError, split: Split, read: str) -> dict[str, Any]:
+    """The summary's ``error`` of ``exc``, raised reading ``split`` at the path ``read`` (a
+    node-local copy of a split fetched from object storage is named as the driver's file)."""
     return {
         "kind": type(exc).__name__,
-        "message": exc.message,
-        "file": exc.file,
+        "message": exc.message.replace(read, split.path),
+        "file": split.path if exc.file == read else exc.file,
         "position": exc.position,
         "event_type": exc.event_type,
         "inner_offset": exc.inner_offset,
     }
 
 
-def decode_split(split: Split, work_dir: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> dict[str, Any]:
-    """Decode one split into ``work_dir`` (paths in the summary are relative to it).
+def decode_split(split: Split, staging: str | os.PathLike[str], batch_rows: int = BATCH_ROWS) -> dict[str, Any]:
+    """Decode one split into the staging folder at the location ``staging`` (paths in the summary
+    are relative to it).
 
     A ``binlog_codec`` error is returned in the summary's ``error`` (and the
     split's files are removed), so that the driver can raise it as it was.
     """
     started = time.perf_counter()
-    work = Path(work_dir)
+    work = _absolute(staging)
     images = _ImageFiles(split, work, batch_rows)
     summary: dict[str, Any] = {"split": split.index, "transactions": 0, "rows": 0, "versions": []}
     versions = TableVersions()
+    read = split.path
     try:
-        index = _TransactionIndex(split)
-        with paused_gc():
-            for rows in split_events(split, versions=versions):
-                index.count(rows.table, images.append(rows, index.commit_at(rows.event.pos)))
+        with remote_splits.readable(split) as readable:
+            read = readable.path
+            index = _TransactionIndex(readable)
+            with paused_gc():
+                for rows in split_events(readable, versions=versions):
+                    index.count(rows.table, images.append(rows, index.commit_at(rows.event.pos)))
+            summary["schema_changes"] = schema_history.split_schema_changes(readable, index.transactions)
         summary["versions"] = images.close()
         summary["charset_checks"] = versions.round_trips.rows()
-        summary["schema_changes"] = schema_history.split_schema_changes(split, index.transactions)
         summary["transactions_path"] = index.write(work)
         summary["transactions"] = len(index.transactions)
         summary["rows"] = sum(version["rows"] for version in summary["versions"])
     except errors.BinlogError as exc:
         images.discard()
-        summary.update(versions=[], error=_error_fields(exc))
+        summary.update(versions=[], error=_error_fields(exc, split, read))
         log.warning("split %d failed: %s", split.index, exc)
     summary["seconds"] = time.perf_counter() - started
     log.info("split %d (%s %d-%d): %d rows in %.2fs", split.index, split.file_name, split.start, split.end,
@@ -412,19 +407,19 @@ def decode_split(split: Split, work_dir: str | os.PathLike[str], batch_rows: int
     return summary
 
 
-def _decode_task(index: int, splits: list[Split], work_dir: str, batch_rows: int) -> dict[str, Any]:
+def _decode_task(index: int, splits: list[Split], staging: str, batch_rows: int) -> dict[str, Any]:
     """One task: split number ``index`` decoded; its summary, shaped by :data:`SUMMARY_SCHEMA`."""
-    summary = decode_split(splits[index], work_dir, batch_rows)
+    summary = decode_split(splits[index], staging, batch_rows)
     return pa.Table.from_pylist([summary], schema=SUMMARY_SCHEMA).to_pylist()[0]
 
 
 # -- driver ---------------------------------------------------------------------------
 
 
-def _run_tasks(spark, plan: SplitPlan, work_dir: Path, batch_rows: int) -> list[dict[str, Any]]:
+def _run_tasks(spark, splits: list[Split], staging: str, batch_rows: int) -> list[dict[str, Any]]:
     """One task per split; the summaries, in split order."""
-    task = functools.partial(_decode_task, splits=list(plan), work_dir=str(work_dir), batch_rows=batch_rows)
-    return tasks.run(spark, task, range(len(plan)))
+    task = functools.partial(_decode_task, splits=splits, staging=staging, batch_rows=batch_rows)
+    return tasks.run(spark, task, range(len(splits)))
 
 
 def _as_error(failed: dict[str, Any]) -> errors.BinlogError:
@@ -490,49 +485,47 @@ def _charset_check_rows(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def _write_run_table(
-    folder: str, rows: list[dict[str, Any]], schema: pa.Schema, plan: SplitPlan, work_dir: Path
+    folder: str, rows: list[dict[str, Any]], schema: pa.Schema, plan: SplitPlan, staging: str
 ) -> str | None:
     """One Parquet file of ``rows`` for the whole run (None when there are none), named by its input."""
     if not rows:
         return None
     first, last = plan[0], plan[-1]
     relative = f"{folder}/part-{first.file_name}-{first.start}-{last.file_name}-{last.end}.parquet"
-    _write_table(pa.Table.from_pylist(rows, schema=schema), work_dir / relative)
+    storage.write_parquet(pa.Table.from_pylist(rows, schema=schema), f"{staging}/{relative}")
     return relative
 
 
-def _write_run_tables(plan: SplitPlan, summaries: list[dict[str, Any]], work_dir: Path) -> dict[str, str | None]:
+def _write_run_tables(plan: SplitPlan, summaries: list[dict[str, Any]], staging: str) -> dict[str, str | None]:
     """The run's table versions (named by the run's schema changes), charset checks and schema
     changes, each one file for the run; their relative paths by folder."""
     changes = _schema_change_rows(summaries)
     versions = schema_history.name_versions(_table_schema_rows(plan, summaries), changes)
     return {
-        TABLE_SCHEMAS: _write_run_table(TABLE_SCHEMAS, versions, TABLE_SCHEMA, plan, work_dir),
+        TABLE_SCHEMAS: _write_run_table(TABLE_SCHEMAS, versions, TABLE_SCHEMA, plan, staging),
         CHARSET_CHECKS: _write_run_table(CHARSET_CHECKS, _charset_check_rows(summaries), CHARSET_CHECK_SCHEMA, plan,
-                                         work_dir),
+                                         staging),
         schema_history.SCHEMA_CHANGES: _write_run_table(schema_history.SCHEMA_CHANGES, changes,
-                                                        schema_history.SCHEMA_CHANGES_SCHEMA, plan, work_dir),
+                                                        schema_history.SCHEMA_CHANGES_SCHEMA, plan, staging),
     }
 
 
-def _move_into(work_dir: Path, staging: Path) -> None:
-    """Every file of the run's temporary folder to the same place in the staging folder."""
-    for source in sorted(p for p in work_dir.rglob("*") if p.is_file()):
-        target = staging / source.relative_to(work_dir)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
+def _written(summaries: list[dict[str, Any]]) -> list[str]:
+    """The files the tasks wrote, relative to the staging folder."""
+    return [path for summary in summaries
+            for path in [summary["transactions_path"], *(version["path"] for version in summary["versions"])] if path]
 
 
-def _result(plan: SplitPlan, summaries: list[dict[str, Any]], staging: Path, written: dict[str, str | None]) -> DecodeResult:
+def _result(plan: SplitPlan, summaries: list[dict[str, Any]], staging: str, written: dict[str, str | None]) -> DecodeResult:
     """What was staged; ``written``: the run tables' relative paths by folder (None: no rows)."""
-    staged = {folder: None if path is None else str(staging / path) for folder, path in written.items()}
+    staged = {folder: None if path is None else f"{staging}/{path}" for folder, path in written.items()}
     result = DecodeResult(
-        staging_dir=str(staging),
+        staging_dir=staging,
         files=plan.files,
         splits=len(plan),
         bytes=plan.bytes,
         transactions=sum(summary["transactions"] for summary in summaries),
-        transaction_files=[str(staging / summary["transactions_path"]) for summary in summaries],
+        transaction_files=[f"{staging}/{summary['transactions_path']}" for summary in summaries],
         table_schemas=staged.get(TABLE_SCHEMAS),
         charset_checks=staged.get(CHARSET_CHECKS),
         schema_changes=staged.get(schema_history.SCHEMA_CHANGES),
@@ -541,7 +534,7 @@ def _result(plan: SplitPlan, summaries: list[dict[str, Any]], staging: Path, wri
         for version in summary["versions"]:
             key = (version["database"], version["table"])
             result.rows[key] = result.rows.get(key, 0) + version["rows"]
-            result.images.setdefault(key, []).append(str(staging / version["path"]))
+            result.images.setdefault(key, []).append(f"{staging}/{version['path']}")
             ids = result.schema_ids.setdefault(key, [])
             if version["schema_id"] not in ids:
                 ids.append(version["schema_id"])
@@ -572,47 +565,45 @@ def decode(
     scanned: Mapping[str, Future] | None = None,
     skipped: Mapping[str, AbstractSet[int]] | None = None,
     sizes: Mapping[str, int] | None = None,
+    locations: Mapping[str, str] | None = None,
 ) -> DecodeResult:
-    """Decode ``files`` (in log order) into ``staging_dir``; see the module docstring.
-    ``start_positions``: per file path, the transaction boundary to start at (default 0);
-    ``scanned``: transaction scans started ahead (:func:`spark_jobs.splits.scan_ahead`);
-    ``skipped``: per file path, the starts of transactions not to decode (already ingested);
-    ``sizes``: per file path, how much of it to decode (the size it was planned at).
+    """Decode ``files`` (in log order) into the staging folder at the location ``staging_dir``;
+    see the module docstring. ``start_positions``: per file path, the transaction boundary to
+    start at (default 0); ``scanned``: transaction scans started ahead
+    (:func:`spark_jobs.splits.scan_ahead`); ``skipped``: per file path, the starts of
+    transactions not to decode (already ingested); ``sizes``: per file path, how much of it to
+    decode (the size it was planned at); ``locations``: per file path, the object the tasks read
+    it from (:mod:`spark_jobs.remote_splits`).
 
     Raises the ``binlog_codec`` error of the first split (or file) that cannot
-    be decoded; nothing new is then visible in ``staging_dir``.
+    be decoded; nothing the run wrote is then left in ``staging_dir``.
     """
     started = time.monotonic()
-    staging = Path(staging_dir).resolve()
+    staging = _absolute(staging_dir)
     files = list(files)
     slots = spark.sparkContext.defaultParallelism
     plan = plan_splits(files, balanced_target(files, target_bytes, slots, start_positions), start_positions, scanned, skipped,
                        sizes)
-    work_dir = staging / TEMPORARY / uuid.uuid4().hex
+    splits = [dataclasses.replace(split, location=(locations or {}).get(split.path)) for split in plan]
     summaries: list[dict[str, Any]] = []
     written: dict[str, str | None] = {}
-    try:
-        if plan:
-            log.info("decoding %d splits of %d files (%d bytes)", len(plan), len(plan.files), plan.bytes)
-            summaries = _run_tasks(spark, plan, work_dir, batch_rows)
-        error = _first_error(plan, summaries)
-        if error is not None:
-            raise error
-        if plan:
-            written = _write_run_tables(plan, summaries, work_dir)
-            _move_into(work_dir, staging)
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
-        _remove_if_empty(staging / TEMPORARY)
+    if plan:
+        log.info("decoding %d splits of %d files (%d bytes)", len(plan), len(plan.files), plan.bytes)
+        summaries = _run_tasks(spark, splits, staging, batch_rows)
+    error = _first_error(plan, summaries)
+    if error is not None:
+        for path in _written(summaries):
+            storage.remove(f"{staging}/{path}")
+        raise error
+    if plan:
+        written = _write_run_tables(plan, summaries, staging)
     result = _result(plan, summaries, staging, written)
     result.seconds = time.monotonic() - started
     _log_result(result)
     return result
 
 
-def _remove_if_empty(folder: Path) -> None:
-    try:
-        folder.rmdir()
-    except OSError:
-        pass
-
+def _absolute(location: str | os.PathLike[str]) -> str:
+    """``location`` as an absolute path, or the URI it is."""
+    location = str(location)
+    return location.rstrip("/") if "://" in location else os.path.abspath(location)

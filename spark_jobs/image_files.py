@@ -19,6 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 
+from warehouse.storage import open_output
+
 SUFFIX = ".arrow"
 WRITE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
@@ -31,19 +33,21 @@ def is_arrow(path: str) -> bool:
 class ImageFileWriter:
     """An Arrow file of one table version's rows, written a table (a batch of rows) at a time."""
 
-    def __init__(self, path: str, schema: pa.Schema) -> None:
-        self._writer = pa.ipc.new_file(path, schema, options=WRITE_OPTIONS)
+    def __init__(self, location: str, schema: pa.Schema) -> None:
+        self._sink = open_output(location)
+        self._writer = pa.ipc.new_file(self._sink, schema, options=WRITE_OPTIONS)
 
     def write(self, rows: pa.Table) -> None:
         self._writer.write_table(rows)
 
     def close(self) -> None:
         self._writer.close()
+        self._sink.close()
 
 
-def write(path: str, rows: pa.Table) -> None:
-    """A staged file of ``rows``."""
-    writer = ImageFileWriter(path, rows.schema)
+def write(location: str, rows: pa.Table) -> None:
+    """A staged file of ``rows`` at ``location`` (a path, or in the warehouse's object store)."""
+    writer = ImageFileWriter(location, rows.schema)
     writer.write(rows)
     writer.close()
 

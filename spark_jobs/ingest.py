@@ -51,6 +51,7 @@ import hashlib
 import json
 import logging
 import os
+import posixpath
 import shutil
 import sys
 import time
@@ -61,10 +62,9 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from binlog_codec.arrow import TABLE_SCHEMA
-from spark_jobs import schema_history, version_lineage
+from spark_jobs import remote_splits, schema_history, version_lineage
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, DecodeResult, decode
 from spark_jobs.expectations import verdict
 from spark_jobs.materialize import Inherited, SchemaConflict, materialize
@@ -77,13 +77,13 @@ from spark_jobs.streams import (
     ACCEPT_GAP_CHOICE, ACCEPT_NEW_SERIES_CHOICE, StreamPlan, StreamState, default_stream, plan_stream, position_text,
 )
 from warehouse import catalog, publish, refusals, storage
+from warehouse.layout import INFLATED_FOLDER, RUNS_FOLDER
 from warehouse.lock import locks_warehouse
 from warehouse.run_records import write_run_record
 
 log = logging.getLogger("spark_jobs.ingest")
 SPARK_FAILED = 5  # exit status when Spark itself failed: its driver JVM out of memory, or dead
 
-RUNS_FOLDER = "_runs"
 # The user's choice, for one run, to take a table's type changes binlake does not follow
 # without the server's conversion (the rows from before hold the column unknown): the prefix,
 # then ``db.table``.
@@ -94,7 +94,6 @@ def type_changes_accepted(accept: Sequence[str]) -> frozenset[str]:
     """The tables (``db.table``) whose type changes ``accept`` takes (:data:`ACCEPT_TYPE_CHANGE`)."""
     return frozenset(choice[len(ACCEPT_TYPE_CHANGE):] for choice in accept if choice.startswith(ACCEPT_TYPE_CHANGE))
 RUN_FILE = "run.json"
-INFLATED_FOLDER = "_inflated"  # under RUNS_FOLDER: compressed binlogs of a stream, decompressed
 FACTS_FOLDER = "facts"  # in a backfill's work folder: what validation checks its output against
 AIRFLOW_DAG_ID, AIRFLOW_RUN_ID = "AIRFLOW_CTX_DAG_ID", "AIRFLOW_CTX_DAG_RUN_ID"  # what Airflow exports to a task
 
@@ -219,27 +218,23 @@ def tables_changed(changes: Iterable[dict], root: Path) -> set[tuple[str, str]]:
     return {key for key in found if catalog.data_files(root, catalog.current_table(*key))} | renamed
 
 
-def _copy_metadata(decoded: DecodeResult, schemas: RunSchemas, out: Path, run_id: str) -> None:
+def _copy_metadata(decoded: DecodeResult, schemas: RunSchemas, out: str, run_id: str) -> None:
     """The transaction index, the schema changes and the charset checks under names derived from
     the run; the table versions merged with the warehouse's (:func:`merge_table_schemas`) and named
     by their DDL over the whole schema history (:func:`spark_jobs.schema_history.name_versions`),
-    to replace them."""
-    transactions = out / "metadata" / "transactions"
-    transactions.mkdir(parents=True, exist_ok=True)
+    to replace them. ``out``: the location of the run's output folder."""
     for path in decoded.transaction_files:
-        shutil.copyfile(path, transactions / Path(path).name)
+        storage.copy_file(path, f"{out}/metadata/transactions/{posixpath.basename(path)}")
     if decoded.charset_checks is not None:
-        (out / "metadata" / "charset_checks").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(decoded.charset_checks, out / "metadata" / "charset_checks" / f"{run_id}.parquet")
+        storage.copy_file(decoded.charset_checks, f"{out}/metadata/charset_checks/{run_id}.parquet")
     if decoded.schema_changes is not None:  # with the run's ordinal
-        (out / "metadata" / schema_history.SCHEMA_CHANGES).mkdir(parents=True, exist_ok=True)
         changes = pa.Table.from_pylist(schemas.staged_changes, schema=schema_history.SCHEMA_CHANGES_SCHEMA)
-        pq.write_table(changes, out / "metadata" / schema_history.SCHEMA_CHANGES / Path(decoded.schema_changes).name)
+        storage.write_parquet(changes, f"{out}/metadata/{schema_history.SCHEMA_CHANGES}/"
+                                       f"{posixpath.basename(decoded.schema_changes)}")
     if decoded.table_schemas is not None or schemas.derived:
-        target = out / "metadata" / "table_schemas" / f"{run_id}.parquet"  # replaces the table
-        target.parent.mkdir(parents=True, exist_ok=True)
-        named = schema_history.name_versions(schemas.versions, schemas.history)
-        pq.write_table(pa.Table.from_pylist(named, schema=TABLE_SCHEMA), target)
+        named = schema_history.name_versions(schemas.versions, schemas.history)  # replaces the table
+        storage.write_parquet(pa.Table.from_pylist(named, schema=TABLE_SCHEMA),
+                              f"{out}/metadata/table_schemas/{run_id}.parquet")
 
 
 @dataclass(frozen=True)
@@ -285,8 +280,8 @@ def published_rows(root: Path, table: str) -> list[dict]:
     return [row for path in catalog.data_files(root, catalog.identifier(table)) for row in storage.read_parquet(path).to_pylist()]
 
 
-def _staged_rows(path: str | None) -> list[dict]:
-    return [] if path is None else pq.read_table(path).to_pylist()
+def _staged_rows(location: str | None) -> list[dict]:
+    return [] if location is None else storage.read_parquet(location).to_pylist()
 
 
 def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
@@ -310,7 +305,7 @@ def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
     ))
 
 
-def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root: Path, out: Path, run_id: str,
+def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root: Path, out: str, run_id: str,
                         retype: frozenset[str] = frozenset()) -> tuple[dict[str, int], list[str]]:
     """Every table of the run materialized into ``out``; changes per table. Tables are submitted
     from several driver threads at once (up to twice the Spark slots), the largest first, so that
@@ -345,7 +340,7 @@ def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root:
         done = materialize(
             spark, images, database=database, table=table,
             key_columns=next((keys[database, name] for name in names if (database, name) in keys), None),
-            current=current, target=str(out), run_name=run_id, slot_rows=slot_rows, lineage=lineage,
+            current=current, target=out, run_name=run_id, slot_rows=slot_rows, lineage=lineage,
             inherited=inherited,
         )
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
@@ -386,8 +381,21 @@ def source_seen(plan: StreamPlan, scans: dict[str, Future]) -> dict | None:
 
 
 def work_folder(warehouse: str | os.PathLike[str], run_id: str) -> Path:
-    """Where a run keeps its staging and its not yet published output (``out/``)."""
+    """Where, in the warehouse's state folder, a run in progress keeps its ``run.json``."""
     return Path(warehouse).resolve() / RUNS_FOLDER / run_id
+
+
+def run_area(warehouse: str | os.PathLike[str], run_id: str) -> str:
+    """Where, in the warehouse's storage, a run keeps its staging and its not yet published output
+    (``out/``): the run's work folder for a local warehouse, ``s3://…/_runs/<run id>`` in an object
+    store, which Spark's tasks reach from any node."""
+    return storage.of(warehouse).location(f"{RUNS_FOLDER}/{run_id}")
+
+
+def discard_run(warehouse: str | os.PathLike[str], run_id: str) -> None:
+    """Remove what a run in progress keeps: its work folder and its area in the storage."""
+    shutil.rmtree(work_folder(warehouse, run_id), ignore_errors=True)
+    storage.remove(run_area(warehouse, run_id))
 
 
 @locks_warehouse("prepare")
@@ -434,22 +442,24 @@ def prepare(
                           continuity=plan.state.continuity, gtids=plan.state.gtids, accepted=plan.accepted,
                           notices=plan.notices, skipped_transactions=plan.skipped, airflow_run=attempt.airflow_run,
                           seen=attempt.seen)
-    work = work_folder(root, result.run_id)
-    shutil.rmtree(work, ignore_errors=True)
+    work, area = work_folder(root, result.run_id), run_area(root, result.run_id)
+    discard_run(root, result.run_id)
     log.info("run %s of stream %s (%s): %d files from %s, %d transactions already read skipped", result.run_id,
              stream, plan.mode, len(result.inputs), source, plan.skipped)
     with attempt.step("decode"):
-        decoded = _decode_plan(spark, plan, scans, work, target_bytes)
+        decoded = _decode_plan(spark, plan, scans, area, target_bytes,
+                               _task_locations(spark, plan, source_key, area, root))
     result.notices += schema_history.warn_not_understood(_staged_rows(decoded.schema_changes))
     result.bytes = decoded.bytes
     result.ends = {read.file.name: read.resume for read in plan.reads}
     with attempt.step("materialize"):
         schemas = run_schemas(decoded, root)
-        result.rows, retyped = _materialize_tables(spark, decoded, schemas, root, work / "out", result.run_id,
+        result.rows, retyped = _materialize_tables(spark, decoded, schemas, root, f"{area}/out", result.run_id,
                                                    type_changes_accepted(accept))
         result.accepted += retyped
-        _copy_metadata(decoded, schemas, work / "out", result.run_id)
-    shutil.rmtree(work / "staging", ignore_errors=True)
+        _copy_metadata(decoded, schemas, f"{area}/out", result.run_id)
+    storage.remove(f"{area}/staging")
+    storage.remove(f"{area}/{remote_splits.COPIES}")
     result.checkpoint = {**checkpoint, stream: plan.state.to_json()}
     result.start_position = checkpoint.get(stream)
     result.seconds = time.monotonic() - clock
@@ -457,12 +467,24 @@ def prepare(
     return result
 
 
-def _decode_plan(spark, plan: StreamPlan, scans: dict[str, Future], work: Path, target_bytes: int) -> DecodeResult:
+def _task_locations(spark, plan: StreamPlan, source_key: str, area: str, root: Path) -> dict[str, str] | None:
+    """Where Spark's tasks read the run's binlog files (:func:`spark_jobs.remote_splits.split_locations`)
+    when they may run on nodes that share no folder with this one (a cluster, and a warehouse in
+    an object store); None: at their paths here."""
+    if spark.sparkContext.master.startswith("local") or storage.of(root).is_local:
+        return None
+    return remote_splits.split_locations([read.file for read in plan.reads],
+                                         {read.file.path: read.size for read in plan.reads}, source_key, area)
+
+
+def _decode_plan(spark, plan: StreamPlan, scans: dict[str, Future], area: str, target_bytes: int,
+                 locations: dict[str, str] | None) -> DecodeResult:
     """The planned reads decoded into the run's staging folder, exactly as far as planned (a file
     written on meanwhile is read to its planned size); a run whose decoded ends differ from its
-    plan fails: the checkpoint could otherwise fall short of what was published or pass it."""
+    plan fails: the checkpoint could otherwise fall short of what was published or pass it.
+    ``locations``: where the tasks read the files (:func:`_task_locations`)."""
     decoded = decode(
-        spark, [read.file.path for read in plan.reads], work / "staging", target_bytes,
+        spark, [read.file.path for read in plan.reads], f"{area}/staging", target_bytes, locations=locations,
         start_positions={read.file.path: read.start for read in plan.reads}, scanned=scans,
         skipped={read.file.path: read.skipped for read in plan.reads},
         sizes={read.file.path: read.size for read in plan.reads},  # a file written meanwhile: what was planned
@@ -514,12 +536,12 @@ def validate_run(spark, warehouse: str, run_id: str) -> dict:
     run's failure with its first failing check (:mod:`warehouse.refusals`), and so is an error."""
     from spark_jobs.validate import validate  # Great Expectations is slow to import
 
-    work = work_folder(warehouse, run_id)
+    work, area = work_folder(warehouse, run_id), run_area(warehouse, run_id)
     result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
     attempt = _attempt_of(Path(warehouse).resolve(), result)
     with attempt.step("validate"):
-        facts = work / FACTS_FOLDER if result.kind == "backfill" else None  # a backfill publishes no metadata
-        outcome = validate(spark, work / "out", Path(warehouse).resolve(), run_id, facts=facts).to_json()
+        facts = f"{area}/{FACTS_FOLDER}" if result.kind == "backfill" else None  # a backfill publishes no metadata
+        outcome = validate(spark, f"{area}/out", Path(warehouse).resolve(), run_id, facts=facts).to_json()
     result.quality = outcome
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
     if not outcome["success"]:
@@ -554,9 +576,9 @@ def publish_run(warehouse: str, run_id: str) -> IngestResult:
     result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
     # a quality failure was kept when validated; a stale run's stream has published since
     with _attempt_of(root, result).step("publish", expected=(QualityFailed, StaleRun)):
-        _commit_run(root, work, result)
+        _commit_run(root, result)
     refusals.clear_failures(root, result.stream or result.source)
-    shutil.rmtree(work, ignore_errors=True)
+    discard_run(root, run_id)
     _remove_if_empty(root / RUNS_FOLDER)
     return result
 
@@ -566,18 +588,18 @@ def recover(warehouse: Path) -> list[str]:
     remove those runs' work folders; returns their run ids."""
     recovered = publish.recover(warehouse)
     for run_id in recovered:
-        shutil.rmtree(work_folder(warehouse, run_id), ignore_errors=True)
+        discard_run(warehouse, run_id)
     if recovered:
         _remove_if_empty(Path(warehouse) / RUNS_FOLDER)
     return recovered
 
 
-def _commit_run(root: Path, work: Path, result: IngestResult) -> None:
+def _commit_run(root: Path, result: IngestResult) -> None:
     """The prepared run ``result`` committed (see :func:`publish_run`)."""
     run_id = result.run_id
     if result.quality is not None and not result.quality["success"]:
         raise QualityFailed(run_id, result.quality)
-    out = work / "out"
+    out = f"{run_area(root, run_id)}/out"
     write_run_record(out, result)
     if result.kind == "backfill":  # its day partitions replace the old ones; the checkpoint stays
         publish.commit(root, out, run_id, replaced=(publish.DAY_PARTITIONS,))
@@ -585,14 +607,13 @@ def _commit_run(root: Path, work: Path, result: IngestResult) -> None:
         stream = result.stream or result.source
         committed = publish.read_checkpoint(root)
         if committed.get(stream) != result.start_position:
-            shutil.rmtree(work, ignore_errors=True)
+            discard_run(root, run_id)
             raise StaleRun(
                 f"run {run_id} was planned from stream {stream} at {position_text(result.start_position)}, but its "
                 f"checkpoint is now {position_text(committed.get(stream))}: nothing published; prepare the run again"
             )
         checkpoint = {**committed, stream: result.checkpoint[stream]}  # other streams as they are now
-        publish.write_atomically(out / publish.CHECKPOINT, json.dumps(checkpoint, indent=1, sort_keys=True))
-        publish.commit(root, out, run_id)
+        publish.commit(root, out, run_id, checkpoint=checkpoint)
         shutil.rmtree(inflated_folder(root, stream), ignore_errors=True)  # read: the next run goes on after them
         _remove_if_empty(root / RUNS_FOLDER / INFLATED_FOLDER)
 

@@ -213,7 +213,7 @@ from . import image_files, parquet_encoding, tasks
 from .table_names import order
 from .version_lineage import FromColumn, TableLineage, Unknown, Value, VersionKey
 from warehouse.layout import table_folder
-from warehouse.storage import open_file, share_with
+from warehouse.storage import open_file
 
 log = logging.getLogger(__name__)
 
@@ -1916,7 +1916,6 @@ def materialize(
     if not _RUN_NAME.fullmatch(run_name):
         raise ValueError(f"run name {run_name!r}: letters, digits and ._=- only")
     started = time.monotonic()
-    share_with(spark)  # its tasks read current where the warehouse keeps it
     windows = {path: (each.since, each.until, lineage.run if lineage else None) for each in inherited for path in each.staged}
     staged = _schema_groups([*staged_files, *windows])
     prior_groups = _schema_groups(current)

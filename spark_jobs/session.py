@@ -282,10 +282,29 @@ def _first_line(text: str) -> str:
 
 
 def stop(spark: SparkSession) -> None:
-    """Stop the session; a driver JVM already gone is not an error here (it was reported)."""
+    """Stop the session; a driver JVM already gone is not an error here (it was reported), nor is
+    what py4j says afterwards while it lets go of the JVM's objects (:func:`_quiet_after_jvm`)."""
     try:
         spark.stop()
     except Exception as exc:  # noqa: BLE001 -- the JVM died: there is nothing left to stop
         if spark_failure(exc) is None:
             raise
         log.debug("the Spark session could not be stopped: %s", exc)
+        _quiet_after_jvm()
+
+
+def _quiet_after_jvm() -> None:
+    """Once the driver JVM is gone, py4j still tries to reach it: its finalizers release the JVM's
+    objects as Python lets go of them, up to the interpreter's exit, and each attempt ends in a
+    traceback of a network error (logged by py4j, or printed as an exception Python ignored),
+    after the run's own last word. Those go to the debug log; any other stays as it was."""
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    previous = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if unraisable.exc_value is not None and spark_failure(unraisable.exc_value) is not None:
+            log.debug("after the JVM died: %s", unraisable.exc_value)
+        else:
+            previous(unraisable)
+
+    sys.unraisablehook = hook

@@ -80,6 +80,8 @@ class Split:
     ``read_from`` is where reading starts: ``start``, or the later format
     description the split is framed by (see the module docstring). ``flavour``
     is the file's (``mysql`` or ``mariadb``), ``transactions`` how many the scan found.
+    ``location``: where a task reads the file when it cannot see ``path`` (an object store's
+    URI, :mod:`spark_jobs.remote_splits`); None: at ``path``.
     """
 
     path: str
@@ -89,6 +91,7 @@ class Split:
     read_from: int
     flavour: str
     transactions: int
+    location: str | None = None
 
     @property
     def size(self) -> int:

@@ -52,13 +52,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow.parquet as pq
-
 from spark_jobs import imports, tasks
 from spark_jobs.change_profile import PROFILE_COLUMNS, COUNTS, measurement, profile_table
 from spark_jobs.data_docs import make_self_contained
 from spark_jobs.expectations import REPORTED, failure_line, table_expectations, verdict
 from spark_jobs.run_facts import TableFacts, table_facts
+from warehouse import storage
 from warehouse.layout import name_of, path_part, table_folder
 
 log = logging.getLogger(__name__)
@@ -112,18 +111,20 @@ class QualityOutcome:
         return cls(**{**data, "tables": [TableOutcome(**table) for table in data["tables"]]})
 
 
-def validate(spark, run_folder: Path, warehouse: Path, run_id: str, *, facts: Path | None = None) -> QualityOutcome:
-    """Validate the run folder ``run_folder`` of run ``run_id`` (see the module docstring);
-    ``facts``: the folder whose ``metadata/`` the output is checked against, when not the run
-    folder's own (a backfill publishes no metadata). Row changes that no expectation checked
+def validate(spark, run_folder: str | os.PathLike[str], warehouse: Path, run_id: str, *,
+             facts: str | os.PathLike[str] | None = None) -> QualityOutcome:
+    """Validate the run folder at the location ``run_folder`` (a path, or in the warehouse's object
+    store) of run ``run_id`` (see the module docstring); ``facts``: the folder whose
+    ``metadata/`` the output is checked against, when not the run folder's own (a backfill
+    publishes no metadata). Row changes that no expectation checked
     fail the run: a gate that checked nothing does not pass. ``spark`` runs the profiles, a
     task per table; without it (None) they run here, one after the other."""
-    run_folder, warehouse, clock = Path(run_folder), Path(warehouse), time.monotonic()
-    facts = Path(facts) if facts is not None else run_folder
-    tables = table_facts(_rows(facts / "metadata" / "table_schemas"), _logged_rows(facts))
+    run_folder, warehouse, clock = str(run_folder).rstrip("/"), Path(warehouse), time.monotonic()
+    facts = str(facts).rstrip("/") if facts is not None else run_folder
+    tables = table_facts(_rows(f"{facts}/metadata/table_schemas"), _logged_rows(facts))
     log.info("run %s: validating %d tables of %s", run_id, len(tables), run_folder)
     profiles = _profiles(spark, run_folder, tables)
-    charsets = _charset_measurements(run_folder / "metadata" / "charset_checks")
+    charsets = _charset_measurements(f"{run_folder}/metadata/charset_checks")
     profiled = time.monotonic()
     context = _context(warehouse / QUALITY)
     from great_expectations.core.run_identifier import RunIdentifier
@@ -160,19 +161,23 @@ def _import_gx() -> None:
 # -- the profiles ----------------------------------------------------------------------
 
 
-def _profiles(spark, run_folder: Path, tables: list[TableFacts]) -> list[list[dict] | str | None]:
+def _profiles(spark, run_folder: str, tables: list[TableFacts]) -> list[list[dict] | str | None]:
     """Per table: its profile, the error that kept its files from being read, or None when it
     has no changes files."""
     jobs = [(table, _change_files(run_folder, table)) for table in tables]
     work = [job for job in jobs if job[1]]
-    profile = functools.partial(_profile, str(run_folder / "changes"))
+    profile = functools.partial(_profile, f"{run_folder}/changes")
     done = iter(tasks.run(spark, profile, work) if spark is not None else [profile(job) for job in work])
     return [next(done) if files else None for _, files in jobs]
 
 
-def _change_files(run_folder: Path, table: TableFacts) -> list[str]:
-    return [str(file) for file in sorted(Path(table_folder(run_folder, "changes", table.database, table.table))
-                                         .rglob("*.parquet"))]
+def _change_files(run_folder: str, table: TableFacts) -> list[str]:
+    return _parquet_files(table_folder(run_folder, "changes", table.database, table.table))
+
+
+def _parquet_files(folder: str) -> list[str]:
+    """The Parquet files under the folder at the location ``folder``, in path order."""
+    return [location for location in storage.files_under(folder) if location.endswith(".parquet")]
 
 
 def _profile(root: str, job: tuple[TableFacts, list[str]]) -> list[dict] | str:
@@ -180,12 +185,12 @@ def _profile(root: str, job: tuple[TableFacts, list[str]]) -> list[dict] | str:
     being made (files Spark's tasks cannot read fail the table, not the step)."""
     table, files = job
     try:
-        return profile_table(table, [(file, str(Path(file).relative_to(root))) for file in files])
+        return profile_table(table, [(file, file[len(root) + 1:]) for file in files])
     except Exception as exc:  # noqa: BLE001 -- reported as the table's failure
         return f"{type(exc).__name__}: {_first_line(exc)}"
 
 
-def _charset_measurements(folder: Path) -> dict[tuple[str, str], list[dict]]:
+def _charset_measurements(folder: str) -> dict[tuple[str, str], list[dict]]:
     """The charset round trips of ``metadata/charset_checks`` as measurements, by table."""
     measured: dict[tuple[str, str], list[dict]] = {}
     for row in _rows(folder):
@@ -198,12 +203,16 @@ def _charset_measurements(folder: Path) -> dict[tuple[str, str], list[dict]]:
 # -- the run's metadata ------------------------------------------------------------
 
 
-def _unchecked(run_folder: Path, checked: set[tuple[str, str]]) -> list[TableOutcome]:
+def _unchecked(run_folder: str, checked: set[tuple[str, str]]) -> list[TableOutcome]:
     """A failed outcome for each table of the run's ``changes`` that no expectation checked."""
-    unchecked = []
-    for folder in sorted((run_folder / "changes").glob("*/*")):
-        database, table = name_of(folder.parent.name), name_of(folder.name)
-        rows = sum(pq.ParquetFile(file).metadata.num_rows for file in folder.rglob("*.parquet"))
+    unchecked, root = [], f"{run_folder}/changes"
+    tables: dict[tuple[str, str], list[str]] = {}
+    for location in _parquet_files(root):
+        parts = location[len(root) + 1:].split("/")
+        if len(parts) > 2:
+            tables.setdefault((name_of(parts[0]), name_of(parts[1])), []).append(location)
+    for (database, table), files in sorted(tables.items()):
+        rows = sum(storage.parquet_file(file).metadata.num_rows for file in files)
         if rows and (database, table) not in checked:
             unchecked.append(TableOutcome(database, table, rows, False, 0, [
                 f"{rows} row changes that no expectation checked: the run holds no table version or transaction "
@@ -211,16 +220,15 @@ def _unchecked(run_folder: Path, checked: set[tuple[str, str]]) -> list[TableOut
     return unchecked
 
 
-def _rows(folder: Path) -> list[dict]:
+def _rows(folder: str) -> list[dict]:
     """The rows of every Parquet file of a metadata folder; none when it is absent."""
-    files = sorted(folder.glob("*.parquet")) if folder.is_dir() else []
-    return [row for file in files for row in pq.read_table(file).to_pylist()]
+    return [row for file in _parquet_files(folder) for row in storage.read_parquet(file).to_pylist()]
 
 
-def _logged_rows(run_folder: Path) -> dict[tuple[str, str], int]:
+def _logged_rows(run_folder: str) -> dict[tuple[str, str], int]:
     """Per (database, table), the row changes the run's transaction index gives it."""
     logged: dict[tuple[str, str], int] = {}
-    for transaction in _rows(run_folder / "metadata" / "transactions"):
+    for transaction in _rows(f"{run_folder}/metadata/transactions"):
         for entry in transaction["rows_per_table"]:
             key = (entry["database"], entry["table"])
             logged[key] = logged.get(key, 0) + entry["rows"]

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from urllib.parse import quote, unquote
 
+RUNS_FOLDER = "_runs"  # a run's work area: _runs/<run id>/ in the storage and in the state folder
+INFLATED_FOLDER = "_inflated"  # under RUNS_FOLDER: compressed binlogs of a stream, decompressed
+
 
 def path_part(name: str) -> str:
     """A database or table name as one path component."""

@@ -5,7 +5,7 @@ A commit never rewrites or removes a file: a ``current`` table (``<db>.<table>``
 and ``_binlake.table_schemas`` are replaced by a snapshot of new files beside the
 old ones, ``changes`` and the other metadata tables are appended to
 (:mod:`warehouse.catalog`). Older snapshots keep naming the old files, so a
-reader can travel back; without maintenance the warehouse only grows. Three
+reader can travel back; without maintenance the warehouse only grows. Four
 steps, each run under the warehouse lock (:mod:`warehouse.lock`), so that no
 commit lands while they look:
 
@@ -23,7 +23,12 @@ commit lands while they look:
    is left alone and logged, as is everything else in the warehouse (the
    checkpoint, the catalog, ``_runs/``, ``_journal/``, ``_quality/``). Folders
    left empty go too.
-3. :func:`prune_staged` — the staged binlog files whose every transaction is
+3. :func:`remove_abandoned_runs` — the work areas of runs that were never
+   published (a run that failed, or was prepared and then left): each
+   ``_runs/<run id>/`` of the storage and of the state folder whose newest file is
+   older than the same age, unless a pending commit's journal names the run. A
+   run that failed is prepared afresh by the next one, under a run id of its own.
+4. :func:`prune_staged` — the staged binlog files whose every transaction is
    committed (see there).
 
 ``--dry-run`` (DAG param ``dry_run``) only reports what each step would remove.
@@ -38,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -48,7 +54,7 @@ from typing import Iterator
 from spark_jobs.positions import binlog_name_of, log_order
 from warehouse import storage
 from warehouse.catalog import FOLDER, local_path, open_catalog
-from warehouse.layout import name_of
+from warehouse.layout import INFLATED_FOLDER, RUNS_FOLDER, name_of
 from warehouse.lock import warehouse_lock
 from warehouse.publish import JOURNAL, read_checkpoint
 
@@ -240,7 +246,52 @@ def _remove(file: storage.StoredFile, files: storage.Storage, root: str, dry_run
         folder.rmdir()
 
 
-# -- 3. staged binlog files ---------------------------------------------------
+# -- 3. abandoned runs ---------------------------------------------------------
+
+
+def remove_abandoned_runs(warehouse: Path, older_than: timedelta = ORPHAN_AGE, dry_run: bool = False) -> Removed:
+    """Remove the work areas of runs never published, whose newest file is older than
+    ``older_than`` (see the module text); returns what was removed (in a dry run: would be)."""
+    warehouse = Path(warehouse).resolve()
+    files = storage.of(warehouse)
+    cutoff = time.time() - older_than.total_seconds()
+    removed = Removed()
+    with warehouse_lock(warehouse, purpose="maintenance: abandoned runs"):
+        pending = {journal.stem for journal in (warehouse / JOURNAL).glob("*.json")}
+        for run_id, run_files in sorted(_run_areas(files, warehouse).items()):
+            if run_id in pending or max(file.mtime for file in run_files) >= cutoff:
+                continue
+            log.info("run %s: its work area was left behind; %s", run_id, "to remove" if dry_run else "removed")
+            for file in run_files:
+                removed.add(file)
+            if not dry_run:
+                storage.remove(files.location(f"{RUNS_FOLDER}/{run_id}"))
+                shutil.rmtree(warehouse / RUNS_FOLDER / run_id, ignore_errors=True)
+    return removed
+
+
+def _run_areas(files: storage.Storage, warehouse: Path) -> dict[str, list[storage.StoredFile]]:
+    """The files of each run's work area (``_runs/<run id>/``), in the storage and in the state
+    folder (the same folder for a local warehouse), by run id."""
+    found = {file.location: file for file in files.files(RUNS_FOLDER)}
+    found.update({str(path): storage.StoredFile(str(path), path.stat().st_mtime, path.stat().st_size)
+                  for path in (warehouse / RUNS_FOLDER).rglob("*") if path.is_file()})
+    areas: dict[str, list[storage.StoredFile]] = {}
+    for location, file in found.items():
+        run_id = _run_of(location, files.location(RUNS_FOLDER), str(warehouse / RUNS_FOLDER))
+        if run_id is not None and run_id != INFLATED_FOLDER:
+            areas.setdefault(run_id, []).append(file)
+    return areas
+
+
+def _run_of(location: str, *bases: str) -> str | None:
+    for base in bases:
+        if location.startswith(base + "/"):
+            return location[len(base) + 1:].split("/", 1)[0]
+    return None
+
+
+# -- 4. staged binlog files ---------------------------------------------------
 
 
 def prune_staged(staging_dir: Path, warehouse: Path, dry_run: bool = False) -> dict[str, Removed]:
@@ -332,9 +383,12 @@ def report_lines(expired: dict[str, int], removed: dict[str, dict], pruned: dict
 
 def run(warehouse: Path, staging: Path | None = None, retention: timedelta = RETENTION, keep_last: int = KEEP_LAST,
         orphan_age: timedelta = ORPHAN_AGE, dry_run: bool = False) -> list[str]:
-    """The three steps in order (the staged files only with ``staging``); returns the report lines."""
+    """The four steps in order (the staged files only with ``staging``); returns the report lines."""
     expired = expire_snapshots(warehouse, retention, keep_last, dry_run)
     removed = {name: each.summary() for name, each in remove_orphan_files(warehouse, orphan_age, dry_run).items()}
+    abandoned = remove_abandoned_runs(warehouse, orphan_age, dry_run)
+    if abandoned.files:
+        removed[RUNS_FOLDER] = abandoned.summary()
     pruned = {} if staging is None else {
         folder: each.summary() for folder, each in prune_staged(staging, warehouse, dry_run).items()}
     return report_lines(expired, removed, pruned, dry_run)

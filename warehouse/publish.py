@@ -2,23 +2,27 @@
 
 A run writes everything it produces under a run folder that mirrors the
 warehouse layout (``changes/``, ``current/``, ``metadata/``), every file at a
-name unique to the run. Nothing there is visible to readers. :func:`commit`
-then makes it visible in three steps:
+name unique to the run: ``_runs/<run id>/out`` in the warehouse's storage (in
+the object store, for an ``s3://`` warehouse, where Spark's tasks on any node
+write it). Nothing there is visible to readers. :func:`commit` then makes it
+visible in three steps:
 
 1. **Journal.** The type changes the tables would take are tried
    (:func:`warehouse.catalog.check_type_changes`), then the moves and the table
-   commits (:func:`plan`) are written to ``_journal/<run id>.json`` in the state
-   folder (a temporary file renamed into place: the rename is the commit point).
+   commits (:func:`plan`) and the new checkpoint are written to
+   ``_journal/<run id>.json`` in the state folder (a temporary file renamed into
+   place: the rename is the commit point).
    A run that dies before it leaves the warehouse exactly as it was.
 2. **Apply.** The files move into the warehouse's storage, eight at a time,
-   beside the files of earlier runs (renamed into a local warehouse, uploaded
-   to an object store, :mod:`warehouse.storage`; a repeated run's files take
-   the place of identical ones); the
+   beside the files of earlier runs (renamed in a local warehouse, copied by
+   the object store itself, :meth:`warehouse.storage.Storage.put`; a repeated
+   run's files take the place of identical ones); the
    catalog gives every table the run touches one snapshot
    (:func:`warehouse.catalog.sync`): ``changes`` and the appended metadata
    tables get the run's files, a ``current`` table and ``table_schemas`` are
    replaced by them (as are a backfill's days of ``changes``), each snapshot
-   carrying the run and its checkpoint; the checkpoint file is replaced last.
+   carrying the run and its checkpoint; the checkpoint file in the state
+   folder is replaced last.
 3. **Done.** The journal is removed.
 
 A process that dies during step 2 leaves the journal behind; :func:`recover`
@@ -40,7 +44,7 @@ import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from warehouse import catalog, storage
 
@@ -54,54 +58,60 @@ PARALLEL_MOVES = 8  # files moved (uploaded, into an object store) side by side:
 
 @dataclass(frozen=True)
 class Move:
-    """One step of a commit: ``source`` (in the run folder) becomes ``target`` (in the warehouse)."""
+    """One step of a commit: the file at the location ``source`` (in the run folder) becomes
+    ``target`` (a path relative to the warehouse's storage)."""
 
     source: str
     target: str
 
     def apply(self, warehouse: Path) -> None:
-        """Do the move; a move an earlier attempt already did is skipped. A table's file goes to
-        the warehouse's storage (:meth:`warehouse.storage.Storage.put`: uploaded to an object
-        store), anything else (the checkpoint) stays in its state folder."""
-        source = Path(self.source)
-        if not source.exists():
-            return
-        if catalog.table_of(self.target) is not None:
-            storage.of(warehouse).put(source, self.target)
-            return
-        target = warehouse / self.target
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(source, target)
+        """Do the move (:meth:`warehouse.storage.Storage.put`); a move an earlier attempt already
+        did is skipped."""
+        if storage.exists(self.source):
+            storage.of(warehouse).put(self.source, self.target)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What a commit does: the ``moves`` (the checkpoint last) and the ``tables`` commits."""
+    """What a commit does: the ``moves``, the ``tables`` commits that register the moved files,
+    and the ``checkpoint`` written last (None: the one in place stays, as after a backfill)."""
 
     moves: list[Move]
     tables: list[catalog.TableCommit]
+    checkpoint: dict | None = None
 
     def to_json(self) -> dict:
-        return {"moves": [vars(move) for move in self.moves], "tables": [each.to_json() for each in self.tables]}
+        return {"moves": [vars(move) for move in self.moves], "tables": [each.to_json() for each in self.tables],
+                "checkpoint": self.checkpoint}
 
     @classmethod
     def from_json(cls, entry: dict) -> Plan:
-        return cls([Move(**move) for move in entry["moves"]], [catalog.TableCommit.from_json(t) for t in entry["tables"]])
+        moves = [Move(**move) for move in entry["moves"]]
+        checkpoint = entry.get("checkpoint")
+        for move in [move for move in moves if Path(move.target) == CHECKPOINT]:  # an earlier version's journal
+            moves.remove(move)
+            source = Path(move.source)  # None when it was moved already: the one in place
+            checkpoint = json.loads(source.read_text(encoding="utf-8")) if source.exists() else None
+        return cls(moves, [catalog.TableCommit.from_json(t) for t in entry["tables"]], checkpoint)
 
 
-def plan(run_folder: Path, replaced: tuple[str, ...] = ()) -> Plan:
-    """The commit of ``run_folder``: every file moved to the same place in the warehouse (the
-    checkpoint last), and the table commits that register them (:func:`warehouse.catalog.plan_tables`);
-    ``replaced``: patterns of folders whose tables' files the run's replace (a backfill's days)."""
-    moves, checkpoint = [], None
-    for path in sorted(p for p in run_folder.rglob("*") if p.is_file()):
-        move = Move(str(path), path.relative_to(run_folder).as_posix())
-        if Path(move.target) == CHECKPOINT:
-            checkpoint = move
-        else:
-            moves.append(move)
-    folders = [folder.relative_to(run_folder).as_posix() for pattern in replaced for folder in run_folder.glob(pattern)]
-    return Plan(moves + ([checkpoint] if checkpoint else []), catalog.plan_tables([m.target for m in moves], folders))
+def plan(run_folder: str, replaced: tuple[str, ...] = (), checkpoint: dict | None = None) -> Plan:
+    """The commit of the run folder at the location ``run_folder``: every file moved to the same
+    place in the warehouse, the table commits that register them
+    (:func:`warehouse.catalog.plan_tables`), then ``checkpoint``; ``replaced``: patterns of folders
+    whose tables' files the run's replace (a backfill's days)."""
+    base = str(run_folder).rstrip("/")
+    moves = [Move(location, location[len(base) + 1:]) for location in storage.files_under(base)]
+    folders = sorted({folder for move in moves for pattern in replaced
+                      for folder in _folders_matching(move.target, pattern)})
+    return Plan(moves, catalog.plan_tables([m.target for m in moves], folders), checkpoint)
+
+
+def _folders_matching(target: str, pattern: str) -> list[str]:
+    """The folders of ``target`` (a relative path) that match the glob ``pattern``, component by component."""
+    parts, depth = target.split("/"), len(pattern.split("/"))
+    folder = "/".join(parts[:depth])
+    return [folder] if len(parts) > depth and PurePosixPath(folder).match(pattern) else []
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -115,12 +125,14 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def commit(warehouse: Path, run_folder: Path, run_id: str, replaced: tuple[str, ...] = ()) -> int:
-    """Publish ``run_folder`` into ``warehouse``; returns the number of moves. See the module text."""
-    warehouse, run_folder = Path(warehouse), Path(run_folder)
+def commit(warehouse: Path, run_folder: str | os.PathLike[str], run_id: str, replaced: tuple[str, ...] = (),
+           checkpoint: dict | None = None) -> int:
+    """Publish the run folder at the location ``run_folder`` into ``warehouse``, and ``checkpoint``
+    as the new one (None: the one in place stays); returns the number of moves. See the module text."""
+    warehouse = Path(warehouse)
     recover(warehouse)
     _check_checkpoint(warehouse)
-    planned = plan(run_folder, replaced)
+    planned = plan(str(run_folder), replaced, checkpoint)
     catalog.check_type_changes(warehouse, planned.tables, {move.target: move.source for move in planned.moves})
     journal = warehouse / JOURNAL / f"{run_id}.json"
     write_atomically(journal, json.dumps(planned.to_json(), indent=1))
@@ -165,15 +177,12 @@ def _apply(warehouse: Path, journal: Path) -> None:
         raise RuntimeError(f"{journal} is the journal of a commit an earlier version of binlake left half done: "
                            "nothing was published; finish it with that version (any run of it does), then go on")
     planned = Plan.from_json(entry)
-    checkpoint = [move for move in planned.moves if Path(move.target) == CHECKPOINT]
     with ThreadPoolExecutor(max_workers=PARALLEL_MOVES, thread_name_prefix="publish") as pool:
-        list(pool.map(lambda move: move.apply(warehouse), [move for move in planned.moves if move not in checkpoint]))
-    moved = [Path(move.source) for move in checkpoint if Path(move.source).exists()]
-    # the checkpoint the run commits (the one in place when it moves none: a backfill's, a bootstrap's)
-    committed = json.loads(moved[0].read_text(encoding="utf-8")) if moved else read_checkpoint(warehouse)
+        list(pool.map(lambda move: move.apply(warehouse), planned.moves))
+    committed = planned.checkpoint if planned.checkpoint is not None else read_checkpoint(warehouse)
     catalog.sync(warehouse, journal.stem, committed, planned.tables)
-    for move in checkpoint:
-        move.apply(warehouse)
+    if planned.checkpoint is not None:
+        write_atomically(warehouse / CHECKPOINT, json.dumps(planned.checkpoint, indent=1, sort_keys=True))
     journal.unlink()
     try:
         journal.parent.rmdir()  # no other commit pending: no empty folder left behind

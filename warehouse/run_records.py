@@ -5,11 +5,13 @@ with its data, so that the commit that publishes the run publishes its record (d
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
+
+from warehouse import storage
 
 RUN_RECORDS = Path("metadata") / "runs"
 RUNS_SCHEMA = pa.schema([
@@ -38,9 +40,9 @@ RUNS_SCHEMA = pa.schema([
     pa.field("source_newest_size", pa.int64()),
 ])
 
-def write_run_record(out: Path, result) -> None:
+def write_run_record(out: str | os.PathLike[str], result) -> None:
     """The run record (``metadata/runs``, one row) of ``result`` (a
-    :class:`spark_jobs.ingest.IngestResult`) in the run's output folder ``out``."""
+    :class:`spark_jobs.ingest.IngestResult`) in the run's output folder at the location ``out``."""
     record = {
         "run_id": result.run_id,
         "source": result.source,
@@ -64,9 +66,8 @@ def write_run_record(out: Path, result) -> None:
         "airflow_run": result.airflow_run,
         **_seen_columns(result.seen),
     }
-    folder = out / RUN_RECORDS
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist([record], schema=RUNS_SCHEMA), folder / f"{result.run_id}.parquet")
+    storage.write_parquet(pa.Table.from_pylist([record], schema=RUNS_SCHEMA),
+                          f"{str(out).rstrip('/')}/{RUN_RECORDS}/{result.run_id}.parquet")
 
 
 def _seen_columns(seen: dict | None) -> dict:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import posixpath
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -78,18 +79,23 @@ class Storage:
         base = self.location() + "/"
         return location[len(base):] if location.startswith(base) else None
 
-    def put(self, source: Path, relative: str) -> None:
-        """Move the local file ``source`` to ``relative`` in the warehouse: a rename in a local
-        warehouse, an upload (whole or not at all: S3 shows an object once it is complete) then
-        the local copy removed in an object store."""
+    def put(self, source: str | os.PathLike[str], relative: str) -> None:
+        """Move the file at the location ``source`` (a local file, or one of this storage: a run's
+        output) to ``relative`` in the warehouse: a rename in a local warehouse; in an object store,
+        an upload of a local file or a copy made by the store itself (whole or not at all: S3 shows
+        an object once it is complete), then the source removed."""
+        target = self.location(relative)
+        source_filesystem, source_path = open_file(source)
         if self.is_local:
-            target = Path(self.location(relative))
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, target)
+            Path(target).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(source_path, target)
             return
-        filesystem, path = open_file(self.location(relative))
-        pafs.copy_files(str(source), path, source_filesystem=pafs.LocalFileSystem(), destination_filesystem=filesystem)
-        source.unlink()
+        filesystem, path = open_file(target)
+        if isinstance(source_filesystem, pafs.LocalFileSystem):
+            pafs.copy_files(source_path, path, source_filesystem=source_filesystem, destination_filesystem=filesystem)
+        else:
+            filesystem.copy_file(source_path, path)
+        source_filesystem.delete_file(source_path)
 
     def check(self) -> None:
         """Raise :class:`StorageUnavailable` when the storage cannot be listed (for an object
@@ -146,6 +152,64 @@ def open_file(location: str) -> tuple[pafs.FileSystem, str]:
     if scheme in OBJECT_SCHEMES:
         return s3_filesystem(), rest
     raise ValueError(f"{location!r}: expected a local path, file:// or s3://")
+
+
+def exists(location: str) -> bool:
+    filesystem, path = open_file(location)
+    return filesystem.get_file_info(path).type != pafs.FileType.NotFound
+
+
+def files_under(location: str) -> list[str]:
+    """The locations of every file under the folder ``location`` (none when it is absent), in
+    path order, written as ``location`` is (a path, or an ``s3://`` URI)."""
+    filesystem, path = open_file(location)
+    found = filesystem.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    prefix = str(location).rstrip("/")
+    return sorted(prefix + "/" + posixpath.relpath(info.path, path) for info in found if info.type == pafs.FileType.File)
+
+
+def copy_file(source: str, target: str) -> None:
+    """A copy of the file at the location ``source`` at ``target`` (made by the object store itself
+    when both are in it)."""
+    source_filesystem, source_path = open_file(source)
+    filesystem, path = open_file(target)
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        filesystem.create_dir(posixpath.dirname(path), recursive=True)
+    if type(source_filesystem) is type(filesystem):
+        filesystem.copy_file(source_path, path)
+    else:
+        pafs.copy_files(source_path, path, source_filesystem=source_filesystem, destination_filesystem=filesystem)
+
+
+def remove(location: str) -> None:
+    """Remove the file or folder at ``location``, if there is one."""
+    filesystem, path = open_file(location)
+    kind = filesystem.get_file_info(path).type
+    if kind == pafs.FileType.Directory:
+        filesystem.delete_dir(path)
+    elif kind == pafs.FileType.File:
+        filesystem.delete_file(path)
+
+
+def open_output(location: str) -> pa.NativeFile:
+    """A new file at ``location``, open for writing (its folder made when local; an object appears
+    in a store once the file is closed, whole)."""
+    filesystem, path = open_file(location)
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        filesystem.create_dir(posixpath.dirname(path), recursive=True)
+    return filesystem.open_output_stream(path)
+
+
+def write_parquet(table: pa.Table, location: str, **options) -> None:
+    """``table`` as the Parquet file ``location``."""
+    with open_output(location) as sink:
+        pq.write_table(table, sink, **options)
+
+
+def parquet_file(location: str) -> pq.ParquetFile:
+    """The Parquet file at ``location``, open to read its footer or its batches."""
+    filesystem, path = open_file(location)
+    return pq.ParquetFile(filesystem.open_input_file(path))
 
 
 def read_parquet(location: str, **options) -> pa.Table:

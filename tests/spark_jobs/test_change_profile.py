@@ -22,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 
 from mariadb import REPO_ROOT
 from spark_jobs import change_profile
-from spark_jobs.change_profile import profile_table
+from spark_jobs.change_profile import profile_table, type_name
 from spark_jobs.run_facts import IntegerRange, SourceColumn, TableFacts
 
 ORDERED = "each row's change key above the one before"
@@ -202,3 +202,17 @@ def test_memory_stays_flat_as_the_run_grows(tmp_path):
     assert (small["rows"], large["rows"]) == (200_000, 1_000_000)
     # the rows' own text alone is 100 MB at 1M rows: a profile holding them would grow by that much
     assert large["peak"] - small["peak"] < 25 * 2**20, (small, large)
+
+
+@pytest.mark.parametrize("kind", [
+    pa.list_(pa.float32()), pa.list_(pa.field("item", pa.float32(), nullable=False)), pa.large_list(pa.int64()),
+    pa.list_(pa.float32(), 3), pa.struct([("v", pa.list_(pa.float32())), ("n", pa.int8())]), pa.list_(pa.list_(pa.utf8())),
+])
+def test_a_column_type_read_back_from_parquet_is_named_as_arrow_names_it(tmp_path, kind):
+    """pyarrow writes a list's values as ``element`` (the Parquet specification's name): read back,
+    a VECTOR column's type is ``list<element: float>``, which metadata/table_schemas names
+    ``list<item: float>``; the profile names it the same way, so the schema check holds."""
+    pq.write_table(pa.table({"c": pa.array([], kind)}), tmp_path / "f.parquet")
+    read_back = pq.read_schema(tmp_path / "f.parquet").field("c").type
+    assert "element" in str(read_back)
+    assert type_name(read_back) == str(kind)

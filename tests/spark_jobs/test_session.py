@@ -87,3 +87,34 @@ def test_an_ingest_whose_jvm_dies_says_so_exits_5_and_publishes_nothing(tmp_path
     assert rest.splitlines()[-1].startswith("Spark failed, nothing published: the Spark driver JVM died")
     assert "QualityFailed" not in rest and "quality" not in rest.splitlines()[-1]
     assert publish.read_checkpoint(warehouse) == {} and not (warehouse / "current").exists()
+
+
+def test_once_the_jvm_is_gone_what_py4j_says_letting_go_of_it_is_not_the_last_word(monkeypatch, capsys):
+    """py4j's finalizers still try to reach a dead JVM up to the interpreter's exit: their network
+    errors go to the debug log, not after the run's verdict; any other ignored exception is printed."""
+    import logging
+
+    from py4j.protocol import Py4JNetworkError
+
+    from spark_jobs import session
+
+    monkeypatch.setattr(sys, "unraisablehook", sys.__unraisablehook__)
+    monkeypatch.setattr(logging.getLogger("py4j"), "level", logging.getLogger("py4j").level)
+
+    class Finalized:
+        def __init__(self, error: Exception) -> None:
+            self.error = error
+
+        def __del__(self) -> None:
+            raise self.error
+
+    class Stopping:
+        def stop(self) -> None:
+            raise Py4JNetworkError("Answer from Java side is empty")
+
+    session.stop(Stopping())
+    Finalized(Py4JNetworkError("Answer from Java side is empty"))
+    assert "Answer from Java side" not in capsys.readouterr().err
+    assert logging.getLogger("py4j").level == logging.CRITICAL
+    Finalized(ValueError("a finalizer's own bug"))
+    assert "a finalizer's own bug" in capsys.readouterr().err

@@ -274,3 +274,30 @@ def test_the_command_line_prints_a_line_per_table_and_a_total(warehouse, staging
     assert lines[1].startswith("db.t: 2 snapshots expired, ")
     assert lines[3].startswith(f"staged {staging / 'source-a'}: 1 binlog files removed")
     assert lines[-1].startswith("total: 3 snapshots expired, ")
+
+
+# -- abandoned runs -----------------------------------------------------------------
+
+
+def test_the_work_areas_of_runs_never_published_go_once_old_and_nothing_else(warehouse):
+    planted = {
+        "abandoned": ["_runs/old/staging/images/db/t/part-1.arrow", "_runs/old/out/current/db/t/old-0.parquet",
+                      "_runs/old/run.json"],
+        "young": ["_runs/young/staging/transactions/part-1.parquet"],
+        "pending": ["_runs/pending/out/current/db/t/pending-0.parquet"],
+        "inflated": ["_runs/_inflated/0123456789abcdef/mariadb-bin.000001"],
+    }
+    for paths in planted.values():
+        for relative in paths:
+            (warehouse / relative).parent.mkdir(parents=True, exist_ok=True)
+            (warehouse / relative).write_bytes(b"x" * 10)
+    (warehouse / "_journal").mkdir()
+    (warehouse / "_journal" / "pending.json").write_text(json.dumps({"moves": [], "tables": []}))
+    age(warehouse, 2 * DAY, skip={warehouse / "_runs/young/staging/transactions/part-1.parquet"})
+    dry = maintenance.remove_abandoned_runs(warehouse, dry_run=True)
+    assert (dry.files, dry.bytes) == (3, 30) and all((warehouse / p).exists() for p in planted["abandoned"])
+    removed = maintenance.remove_abandoned_runs(warehouse)
+    assert sorted(removed.paths) == sorted(str(warehouse / p) for p in planted["abandoned"])
+    assert not (warehouse / "_runs/old").exists()
+    assert all((warehouse / p).exists() for name in ("young", "pending", "inflated") for p in planted[name])
+    assert maintenance.remove_abandoned_runs(warehouse).files == 0

@@ -37,14 +37,18 @@ def tree(root: Path) -> dict[str, str]:
     }
 
 
-def make_run(root: Path, run: str, current_rows: str, checkpoint_pos: int) -> Path:
+def at(position: int) -> dict:
+    """The checkpoint of a run that read up to ``position``."""
+    return {"source": {"file": "mariadb-bin.000001", "pos": position}}
+
+
+def make_run(root: Path, run: str, current_rows: str) -> Path:
     folder = root / "runs" / run
     files = {
         f"changes/shop/orders/commit_date=2026-11-21/part-1-{run}.parquet": f"changes of {run}",
         f"current/shop/orders/{run}-0.parquet": current_rows,
         f"metadata/transactions/part-1-{run}.parquet": f"transactions of {run}",
         f"metadata/runs/{run}.parquet": json.dumps({"run": run}),
-        "metadata/checkpoint.json": json.dumps({"source": {"file": "mariadb-bin.000001", "pos": checkpoint_pos}}),
     }
     for name, text in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
@@ -56,12 +60,12 @@ def make_run(root: Path, run: str, current_rows: str, checkpoint_pos: int) -> Pa
 def warehouse(tmp_path) -> Path:
     """A warehouse with a first run committed."""
     root = tmp_path / "warehouse"
-    publish.commit(root, make_run(tmp_path, "r1", "state after r1", 1000), "r1")
+    publish.commit(root, make_run(tmp_path, "r1", "state after r1"), "r1", checkpoint=at(1000))
     return root
 
 
 def test_commit_moves_the_files_beside_the_earlier_runs_and_advances_the_checkpoint(tmp_path, warehouse):
-    publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
+    publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2"), "r2", checkpoint=at(2000))
     files = tree(warehouse)
     assert files["current/shop/orders/r2-0.parquet"] == "state after r2"
     assert files["current/shop/orders/r1-0.parquet"] == "state after r1"  # for the older snapshot, until maintenance
@@ -74,14 +78,14 @@ def test_commit_moves_the_files_beside_the_earlier_runs_and_advances_the_checkpo
 
 
 def test_the_catalog_syncs_the_run_before_its_checkpoint_moves(tmp_path, warehouse, syncs):
-    publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
+    publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2"), "r2", checkpoint=at(2000))
     assert [(run, given, in_place) for _, run, given, in_place, _ in syncs[-1:]] == [
         ("r2", {"source": {"file": "mariadb-bin.000001", "pos": 2000}},
          {"source": {"file": "mariadb-bin.000001", "pos": 1000}})]
 
 
 def test_the_run_replaces_current_and_appends_to_changes_and_metadata(tmp_path, warehouse, syncs):
-    publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
+    publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2"), "r2", checkpoint=at(2000))
     assert [each.to_json() for each in syncs[-1][-1]] == [
         {"table": ["_binlake", "runs"], "files": ["metadata/runs/r2.parquet"], "replaced": [], "whole": False},
         {"table": ["_binlake", "transactions"], "files": ["metadata/transactions/part-1-r2.parquet"], "replaced": [],
@@ -94,35 +98,36 @@ def test_the_run_replaces_current_and_appends_to_changes_and_metadata(tmp_path, 
 
 
 def test_a_backfill_replaces_its_days_of_changes(tmp_path, warehouse, syncs):
-    publish.commit(warehouse, make_run(tmp_path, "b1", "not published", 1000), "b1", replaced=(publish.DAY_PARTITIONS,))
+    publish.commit(warehouse, make_run(tmp_path, "b1", "not published"), "b1", replaced=(publish.DAY_PARTITIONS,))
     [changes] = [each for each in syncs[-1][-1] if each.table == ("shop", "orders__changes")]
     assert changes.replaced == ["changes/shop/orders/commit_date=2026-11-21"] and not changes.whole
 
 
-def test_the_checkpoint_moves_last(tmp_path):
-    moves = publish.plan(make_run(tmp_path, "r2", "rows", 2000)).moves
-    assert [m.target for m in moves][-1] == str(publish.CHECKPOINT)
-    assert len(moves) == 5
+def test_the_journal_holds_the_checkpoint_and_every_move_of_the_run(tmp_path):
+    planned = publish.plan(str(make_run(tmp_path, "r2", "rows")), checkpoint=at(2000))
+    assert publish.Plan.from_json(json.loads(json.dumps(planned.to_json()))) == planned
+    assert planned.checkpoint == at(2000) and len(planned.moves) == 4
+    assert all(Path(move.source).is_file() and move.source.endswith(move.target) for move in planned.moves)
 
 
 def test_the_same_run_twice_adds_no_duplicates(tmp_path, warehouse):
     before = tree(warehouse)
-    publish.commit(warehouse, make_run(tmp_path / "again", "r1", "state after r1", 1000), "r1")
+    publish.commit(warehouse, make_run(tmp_path / "again", "r1", "state after r1"), "r1", checkpoint=at(1000))
     assert tree(warehouse) == before
 
 
 def test_a_run_that_dies_before_its_commit_leaves_nothing_visible(tmp_path, warehouse):
     before = tree(warehouse)
-    make_run(tmp_path, "r2", "state after r2", 2000)  # written, never committed
+    make_run(tmp_path, "r2", "state after r2")  # written, never committed
     assert publish.recover(warehouse) == []
     assert tree(warehouse) == before
 
 
-@pytest.mark.parametrize("survived", range(0, 5))
+@pytest.mark.parametrize("survived", range(0, 4))
 def test_a_commit_that_dies_half_way_is_finished_by_recover(tmp_path, warehouse, monkeypatch, survived):
     expected_root = tmp_path / "expected"
-    publish.commit(expected_root, make_run(tmp_path / "e", "r1", "state after r1", 1000), "r1")
-    publish.commit(expected_root, make_run(tmp_path / "e", "r2", "state after r2", 2000), "r2")
+    publish.commit(expected_root, make_run(tmp_path / "e", "r1", "state after r1"), "r1", checkpoint=at(1000))
+    publish.commit(expected_root, make_run(tmp_path / "e", "r2", "state after r2"), "r2", checkpoint=at(2000))
 
     calls = {"n": 0}
     real_apply = publish.Move.apply
@@ -135,7 +140,7 @@ def test_a_commit_that_dies_half_way_is_finished_by_recover(tmp_path, warehouse,
 
     monkeypatch.setattr(publish.Move, "apply", dying_apply)
     with pytest.raises(KeyboardInterrupt):
-        publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2", 2000), "r2")
+        publish.commit(warehouse, make_run(tmp_path, "r2", "state after r2"), "r2", checkpoint=at(2000))
     assert publish.read_checkpoint(warehouse)["source"]["pos"] == 1000  # the checkpoint moves last
     monkeypatch.setattr(publish.Move, "apply", real_apply)
     assert publish.recover(warehouse) == ["r2"]
