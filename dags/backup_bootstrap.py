@@ -1,7 +1,7 @@
 """backup_bootstrap: start a warehouse from a backup image, at the image's binlog position.
 
 One DAG run, triggered by hand (no schedule): stage_image → bootstrap → report.
-The work itself is in :mod:`plugins.bootstrap_tasks`; this file is the
+The work itself is in :mod:`airflow_tasks.bootstrap`; this file is the
 parameters and the wiring.
 
 - **Input.** A backup image written by ``binlog-codec backup create``: its
@@ -15,7 +15,7 @@ parameters and the wiring.
   ``file:///folder/name``), ``source_uri`` (the binlog source the image's
   position belongs to, exactly as ``binlog_ingest`` is given it: it becomes
   the checkpoint's key), ``warehouse_uri`` (empty: the
-  ``binlake_warehouse_uri`` Variable, see :mod:`plugins.settings`) and
+  ``binlake_warehouse_uri`` Variable, see :mod:`airflow_tasks.settings`) and
   ``spark_master`` (empty: ``$SPARK_MASTER``, else ``local[*]``).
 """
 
@@ -67,24 +67,25 @@ def backup_bootstrap():
     @task
     def stage_image() -> dict:
         """Checks that the image and the source are given; downloads and verifies the image."""
-        from plugins import bootstrap_tasks
+        from airflow_tasks import bootstrap
 
         params = get_current_context()["params"]
         missing = [name for name in REQUIRED if not params[name]]
         if missing:
             raise AirflowFailException(f"parameters {', '.join(missing)} are required")
-        return bootstrap_tasks.stage_image(params["image_uri"])
+        return bootstrap.stage_image(params["image_uri"])
 
     @task
     def bootstrap(staged: dict) -> dict:
         """Spark: the image's rows into current/, its table versions and the checkpoint of its position."""
-        from plugins import bootstrap_tasks, ingest_tasks
+        from airflow_tasks.bootstrap import run_bootstrap
+        from airflow_tasks.ingest import warehouse_of
         from spark_jobs.bootstrap import AlreadyBootstrapped
 
         params = get_current_context()["params"]
         try:
-            return bootstrap_tasks.run_bootstrap(
-                staged["path"], ingest_tasks.warehouse_of(params["warehouse_uri"]), params["source_uri"],
+            return run_bootstrap(
+                staged["path"], warehouse_of(params["warehouse_uri"]), params["source_uri"],
                 params["spark_master"],
             )
         except AlreadyBootstrapped as refused:
@@ -93,11 +94,11 @@ def backup_bootstrap():
     @task
     def report(done: dict) -> list[str]:
         """Rows per table and the source's checkpoint."""
-        from plugins import bootstrap_tasks, ingest_tasks
+        from airflow_tasks import bootstrap, ingest
 
         params = get_current_context()["params"]
-        return bootstrap_tasks.report(
-            params["image_uri"], params["source_uri"], ingest_tasks.warehouse_of(params["warehouse_uri"]), done
+        return bootstrap.report(
+            params["image_uri"], params["source_uri"], ingest.warehouse_of(params["warehouse_uri"]), done
         )
 
     staged = stage_image()

@@ -51,10 +51,10 @@ def binlake_downstream_example():
     @task
     def tables_changed() -> list[str]:
         """Logs one line per changed table: its row changes, the run that published them, the warehouse."""
-        from plugins import ingest_tasks
+        from airflow_tasks import ingest
 
         events = get_current_context()["triggering_asset_events"].get(TABLES) or []
-        lines = ingest_tasks.table_event_lines(events) or ["no table events: this run was not started by binlog_ingest"]
+        lines = ingest.table_event_lines(events) or ["no table events: this run was not started by binlog_ingest"]
         for line in lines:
             log.info("%s", line)
         return lines

@@ -2,7 +2,7 @@
 
 One DAG run a day: expire_snapshots → remove_orphan_files → prune_staged →
 report. The work itself is in :mod:`warehouse.maintenance` (through
-:mod:`plugins.maintenance_tasks`); this file is the schedule, the parameters
+:mod:`airflow_tasks.maintenance`); this file is the schedule, the parameters
 and the wiring.
 
 - **Schedule.** Daily at 03:30 UTC, no catch-up, one run at a time. Each step
@@ -16,7 +16,7 @@ and the wiring.
 - **Parameters** (trigger form, or ``--conf``): ``retention_days`` (7),
   ``keep_last`` (5), ``orphan_age_hours`` (24), ``dry_run`` (off: on, the
   run only reports what it would remove). The warehouse and the staging
-  folder are the configured ones (:mod:`plugins.settings`).
+  folder are the configured ones (:mod:`airflow_tasks.settings`).
 """
 
 from __future__ import annotations
@@ -53,32 +53,32 @@ def binlake_maintenance():
     @task
     def expire_snapshots() -> dict:
         """Expires the snapshots older than the retention, keeping the newest keep_last of every table."""
-        from plugins import maintenance_tasks
+        from airflow_tasks import maintenance
 
         params = get_current_context()["params"]
-        return maintenance_tasks.expire_snapshots(params["retention_days"], params["keep_last"], params["dry_run"])
+        return maintenance.expire_snapshots(params["retention_days"], params["keep_last"], params["dry_run"])
 
     @task
     def remove_orphan_files() -> dict:
         """Removes the data and metadata files no snapshot names, older than the orphan age."""
-        from plugins import maintenance_tasks
+        from airflow_tasks import maintenance
 
         params = get_current_context()["params"]
-        return maintenance_tasks.remove_orphan_files(params["orphan_age_hours"], params["dry_run"])
+        return maintenance.remove_orphan_files(params["orphan_age_hours"], params["dry_run"])
 
     @task
     def prune_staged() -> dict:
         """Removes the staged binlog files before their stream's checkpoint file."""
-        from plugins import maintenance_tasks
+        from airflow_tasks import maintenance
 
-        return maintenance_tasks.prune_staged(get_current_context()["params"]["dry_run"])
+        return maintenance.prune_staged(get_current_context()["params"]["dry_run"])
 
     @task
     def report(expired: dict, removed: dict, pruned: dict) -> list[str]:
         """One line per table and staging folder, and a total."""
-        from plugins import maintenance_tasks
+        from airflow_tasks import maintenance
 
-        return maintenance_tasks.report(expired, removed, pruned, get_current_context()["params"]["dry_run"])
+        return maintenance.report(expired, removed, pruned, get_current_context()["params"]["dry_run"])
 
     expired = expire_snapshots()
     removed = remove_orphan_files()

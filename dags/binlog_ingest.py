@@ -1,7 +1,7 @@
 """binlog_ingest: binlog objects from S3 (or a folder) into the binlake warehouse.
 
 One DAG run: discover → stage → decode_and_materialize → validate → publish →
-report. The work itself is in :mod:`plugins.ingest_tasks`; this file is the
+report. The work itself is in :mod:`airflow_tasks.ingest`; this file is the
 schedule, the parameters and the wiring.
 
 - **Schedule.** Hourly data intervals (``CronDataIntervalTimetable``), no
@@ -15,14 +15,14 @@ schedule, the parameters and the wiring.
   ``changes/`` partitions of the UTC days its data interval touches from the
   binlogs whose transactions committed on them (:mod:`spark_jobs.backfill`):
   each day's folder is replaced whole, ``current/`` and the checkpoint stay.
-- **Retries.** Every task is safe to run again (see :mod:`plugins.ingest_tasks`),
+- **Retries.** Every task is safe to run again (see :mod:`airflow_tasks.ingest`),
   so each gets retries after a short delay. A run whose data fails validation
   fails at once and publishes nothing.
 - **Parameters** (trigger form, or ``--conf``): ``source_uri``
   (``s3://bucket/prefix`` read with the ``binlake_s3`` connection, or
   ``file:///folder``; empty: the ``binlake_source_uri`` Variable),
   ``warehouse_uri`` (empty: the ``binlake_warehouse_uri`` Variable, see
-  :mod:`plugins.settings`), ``spark_master`` (empty: ``$SPARK_MASTER``, else
+  :mod:`airflow_tasks.settings`), ``spark_master`` (empty: ``$SPARK_MASTER``, else
   ``local[*]``), ``stream`` (the name that owns the checkpoint; empty: the
   source URI; point a stream at a new primary's binlogs to go on by GTID), and
   the decisions a refused run may ask for, each for that run only and kept in
@@ -35,7 +35,7 @@ schedule, the parameters and the wiring.
   row changes of, through the asset alias ``binlake_tables``, on the table's
   Asset ``binlake://localhost/<warehouse folder>/<database>/<table>``
   (``binlake://<bucket>/<prefix>/...`` for a warehouse in S3; name and URI
-  alike, :func:`plugins.ingest_tasks.table_asset`); the event's extra has
+  alike, :func:`airflow_tasks.ingest.table_asset`); the event's extra has
   ``database``, ``table``, ``rows``, ``run_id`` and ``warehouse``. A DAG
   scheduled on one such Asset runs after each run that changed the table; one
   scheduled on ``AssetAlias("binlake_tables")`` after each run that changed
@@ -127,14 +127,14 @@ def binlog_ingest():
     @task
     def discover() -> dict:
         """Resolves the run's source, warehouse and Spark master; lists what is new after the checkpoint."""
-        from plugins import ingest_tasks
+        from airflow_tasks import ingest
 
         context = get_current_context()
         params = context["params"]
         source = params["source_uri"] or Variable.get(SOURCE_VARIABLE, default="")
         if not source:
             raise AirflowFailException(f"no source: set the source_uri parameter or the Variable {SOURCE_VARIABLE}")
-        warehouse = ingest_tasks.warehouse_of(params["warehouse_uri"])
+        warehouse = ingest.warehouse_of(params["warehouse_uri"])
         rebuild = None
         run_type = context["dag_run"].run_type
         if params.get("rebuild") or getattr(run_type, "value", run_type) == BACKFILL_RUN:
@@ -146,35 +146,35 @@ def binlog_ingest():
         accept = [choice for choice, param in (("gap", "accept_gap"), ("new-series", "accept_new_series"))
                   if params.get(param)]
         accept += [f"type-change:{table}" for table in params.get("accept_type_change") or []]
-        discovered = ingest_tasks.discover(source, warehouse, rebuild=rebuild, stream=params.get("stream") or None)
+        discovered = ingest.discover(source, warehouse, rebuild=rebuild, stream=params.get("stream") or None)
         return {**discovered, "spark_master": params["spark_master"], "accept": accept}
 
     @task
     def stage(discovered: dict) -> dict:
         """Downloads and verifies the new objects into the source's staging folder."""
-        from plugins import ingest_tasks
-        from plugins.staging import StagingConflict
+        from airflow_tasks import ingest
+        from stage.staging import StagingConflict
 
         if not discovered["pending"]:
             raise AirflowSkipException(f"nothing to do in {discovered['source']}")
         names = [obj["name"] for obj in discovered["pending"]] if discovered["rebuild"] else None
         try:
-            return ingest_tasks.stage_source(discovered["source"], discovered["warehouse"], names,
-                                             discovered["stream"], tuple(discovered["accept"]))
+            return ingest.stage_source(discovered["source"], discovered["warehouse"], names,
+                                       discovered["stream"], tuple(discovered["accept"]))
         except StagingConflict as refused:
             raise AirflowFailException(f"refused, nothing published: {refused}") from refused
 
     @task
     def decode_and_materialize(discovered: dict, data_interval_start=None, data_interval_end=None) -> dict:
         """Spark: the staged files after the checkpoint (or the days to rebuild) into the run's work folder."""
-        from plugins import ingest_tasks
+        from airflow_tasks import ingest
         from spark_jobs.materialize import SchemaConflict
         from spark_jobs.positions import ContinuityError
 
         scheduled = (data_interval_start.isoformat(), data_interval_end.isoformat()) if data_interval_start else None
         interval = discovered["rebuild"] or scheduled  # manual and API runs may have no data interval
         try:
-            return ingest_tasks.decode_and_materialize(
+            return ingest.decode_and_materialize(
                 discovered["source"], discovered["warehouse"], discovered["spark_master"],
                 interval=tuple(interval) if interval else None, rebuild=bool(discovered["rebuild"]),
                 stream=discovered["stream"],
@@ -186,29 +186,29 @@ def binlog_ingest():
     @task
     def validate(discovered: dict, prepared: dict) -> dict | None:
         """Great Expectations over the run; failed expectations fail the run without retries."""
-        from plugins import ingest_tasks
+        from airflow_tasks import ingest
         from spark_jobs.ingest import QualityFailed
 
         try:
-            return ingest_tasks.validate(discovered["warehouse"], prepared["run_id"], discovered["spark_master"])
+            return ingest.validate(discovered["warehouse"], prepared["run_id"], discovered["spark_master"])
         except QualityFailed as failed:
             raise AirflowFailException(str(failed)) from failed
 
     @task(outlets=[TABLES])
     def publish(discovered: dict, prepared: dict, outlet_events=None) -> dict | None:
         """The atomic commit of the run's data and the new checkpoint; an asset event per changed table."""
-        from plugins import ingest_tasks
+        from airflow_tasks import ingest
 
-        published = ingest_tasks.publish_run(discovered["warehouse"], prepared["run_id"])
-        ingest_tasks.announce_tables(outlet_events[TABLES], discovered["warehouse"], prepared)
+        published = ingest.publish_run(discovered["warehouse"], prepared["run_id"])
+        ingest.announce_tables(outlet_events[TABLES], discovered["warehouse"], prepared)
         return published
 
     @task(trigger_rule="none_failed")
     def report(discovered: dict, prepared: dict | None, quality: dict | None) -> dict:
         """Rows per table, quality and Data Docs, checkpoint; "nothing new" when stage was skipped."""
-        from plugins import ingest_tasks
+        from airflow_tasks import ingest
 
-        return ingest_tasks.report(discovered["source"], discovered["warehouse"], prepared, quality, discovered["stream"])
+        return ingest.report(discovered["source"], discovered["warehouse"], prepared, quality, discovered["stream"])
 
     discovered = discover()
     staged = stage(discovered)

@@ -130,8 +130,8 @@ if ! "$VPY" -m airflow dags test binlog_ingest -c "$CONF" >"$LOG" 2>&1; then
   exit 1
 fi
 # the tasks' own log lines, without time stamps and logger names
-grep -E '\[plugins\.ingest_tasks\]' "$LOG" |
-  sed -E 's/^[^ ]+ \[[a-z]+ *\] /    /; s/ *\[plugins\.ingest_tasks\].*$//'
+grep -E '\[airflow_tasks\.ingest\]' "$LOG" |
+  sed -E 's/^[^ ]+ \[[a-z]+ *\] /    /; s/ *\[airflow_tasks\.ingest\].*$//'
 
 echo
 summary "$ENDPOINT"

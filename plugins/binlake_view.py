@@ -21,9 +21,9 @@ A link to an Airflow run goes to the Airflow UI's page of that run,
 base being where the API server mounted this app (its root path without
 ``/binlake``), and opens in the whole window, not inside the UI's frame.
 
-The warehouse is found through :func:`plugins.settings.warehouse_path` on
+The warehouse is found through :func:`airflow_tasks.settings.warehouse_path` on
 every request, so changing the Airflow Variable takes effect without a
-restart. The data comes from :func:`plugins.warehouse_status.status`.
+restart. The data comes from :func:`airflow_tasks.warehouse_status.status`.
 
 Access. Airflow does not put a plugin's app behind its login, so the app does
 it itself, with Airflow's own checks, as app-wide dependencies that every
@@ -69,8 +69,8 @@ from airflow.plugins_manager import AirflowPlugin
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
-from plugins.settings import warehouse_path
-from plugins.warehouse_status import (
+from airflow_tasks.settings import warehouse_path
+from airflow_tasks.warehouse_status import (
     FailedRun, RunStatus, StoreFor, StreamStatus, TimeLag, WarehouseStatus, airflow_dag_run, status,
 )
 

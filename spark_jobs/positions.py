@@ -15,7 +15,7 @@ run stops with :class:`MissingFiles` naming them, before anything is read.
 An archiver's compressed copy (``mariadb-bin.000004.gz`` or ``.zst``) stands for
 the file it holds (:func:`binlog_name_of`).
 
-Both the staging of objects (``plugins.staging``) and the ingest of a folder
+Both the staging of objects (``stage.staging``) and the ingest of a folder
 (:mod:`spark_jobs.ingest`) follow this rule, through :func:`after_checkpoint`;
 :mod:`spark_jobs.streams` adds what names cannot tell (file identity, GTIDs).
 """

@@ -20,7 +20,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
 from mariadb import free_port, run_infra
-from plugins.object_store import open_store
+from stage.object_store import open_store
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 INFRA_SCRIPT = REPO_ROOT / "infra" / "s3_server.sh"

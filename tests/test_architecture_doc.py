@@ -1,10 +1,10 @@
 """docs/ARCHITECTURE.md against the tree: its module map names every module, and nothing that is not there.
 
 A module is a ``.py``, ``.pyx`` or ``.pxd`` file under ``binlog_codec``, ``spark_jobs``,
-``plugins``, ``dags``, ``benchmarks`` or ``fuzz`` that git tracks (``__init__.py`` files
-included: they hold package-level concepts too). Each must be named exactly once in the
-"Module map" section. Every repository path the document names anywhere (a module, a test, a
-script or a README, with or without a leading ``../``) must exist.
+``warehouse``, ``stage``, ``airflow_tasks``, ``plugins``, ``dags``, ``benchmarks`` or ``fuzz``
+that git tracks (``__init__.py`` files included: they hold package-level concepts too). Each must
+be named exactly once in the "Module map" section. Every repository path the document names
+anywhere (a module, a test, a script or a README, with or without a leading ``../``) must exist.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "ARCHITECTURE.md"
-PACKAGES = ("binlog_codec", "spark_jobs", "warehouse", "plugins", "dags", "benchmarks", "fuzz")
+PACKAGES = ("binlog_codec", "spark_jobs", "warehouse", "stage", "airflow_tasks", "plugins", "dags", "benchmarks", "fuzz")
 MODULE = re.compile(r"(?:\.\./)?\b((?:%s)/[\w/]*\w\.(?:py|pyx|pxd))\b" % "|".join(PACKAGES))
 # Any path into the repository's own folders that names a file.
 PATH = re.compile(r"(?:\.\./)?\b((?:%s|tests|infra|docs)/[\w/.-]*\w\.(?:py|pyx|pxd|sh|md))\b" % "|".join(PACKAGES))

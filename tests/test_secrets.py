@@ -12,8 +12,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_tasks import ingest
 from mariadb import REPO_ROOT
-from plugins import ingest_tasks
 from s3_server import ACCESS_KEY
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
@@ -68,15 +68,15 @@ def test_a_planted_secret_key_is_written_nowhere(s3_server, tmp_path, monkeypatc
     monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path / "airflow"))
     monkeypatch.setenv("BINLAKE_STAGING_DIR", str(tmp_path / "staging"))
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
-    store = ingest_tasks.open_source(source)
+    store = ingest.open_source(source)
     assert store.client._request_signer._credentials.secret_key == secret  # the run signs with the planted key
 
-    found = ingest_tasks.discover(source, warehouse)
-    staged = ingest_tasks.stage_source(source, warehouse)
-    prepared = ingest_tasks.decode_and_materialize(source, warehouse, "local[1]")
-    quality = ingest_tasks.validate(warehouse, prepared["run_id"], "local[1]")
-    ingest_tasks.publish_run(warehouse, prepared["run_id"])
-    ingest_tasks.report(source, warehouse, prepared, quality)
+    found = ingest.discover(source, warehouse)
+    staged = ingest.stage_source(source, warehouse)
+    prepared = ingest.decode_and_materialize(source, warehouse, "local[1]")
+    quality = ingest.validate(warehouse, prepared["run_id"], "local[1]")
+    ingest.publish_run(warehouse, prepared["run_id"])
+    ingest.report(source, warehouse, prepared, quality)
     output = capfd.readouterr()
     logs = tmp_path / "logs" / "run.log"
     logs.write_text(output.out + output.err + run_log.read_text(encoding="utf-8"))

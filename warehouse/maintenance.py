@@ -307,8 +307,8 @@ def prune_staged(staging_dir: Path, warehouse: Path, dry_run: bool = False) -> d
     file in log order, of the same base name, hold only committed transactions: a run never
     reads them again (it goes on inside the checkpoint's file, which is kept: it may grow,
     then in the files after it). They are removed and marked pruned in ``_staged.json``
-    (:func:`plugins.staging.prune`); a backfill that needs one stages it again."""
-    from plugins.staging import MANIFEST, prune
+    (:func:`stage.staging.prune`); a backfill that needs one stages it again."""
+    from stage.staging import MANIFEST, prune
 
     staging_dir = Path(staging_dir)
     folders = [staging_dir] if (staging_dir / MANIFEST).exists() else sorted(

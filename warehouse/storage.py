@@ -20,7 +20,7 @@ A warehouse has two homes (docs/ARCHITECTURE.md, "The warehouse"):
 S3 settings come from the standard environment variables (``AWS_ENDPOINT_URL``
 or ``AWS_ENDPOINT_URL_S3``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
 ``AWS_REGION``), which the Airflow tasks set from the connection ``binlake_s3``
-(:func:`plugins.hooks.export_s3_settings`); without keys, the default chain
+(:func:`airflow_tasks.hooks.export_s3_settings`); without keys, the default chain
 (shared config, instance role). Object keys are used as they are: a key holding
 ``%2E`` (a percent-encoded name, :mod:`warehouse.layout`) is never decoded.
 """

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.bootstrap_tasks import split_image_uri, stage_image
+from airflow_tasks.bootstrap import split_image_uri, stage_image
 from test_dag_integrity import loaded  # noqa: F401  (the module fixture: every DAG, described)
 
 TASKS = ["stage_image", "bootstrap", "report"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from plugins import maintenance_tasks
+from airflow_tasks import maintenance
 from warehouse.catalog import open_catalog
 from test_dag_integrity import loaded  # noqa: F401  (the module fixture: every DAG, described)
 
@@ -54,9 +54,9 @@ def test_the_tasks_maintain_the_configured_warehouse(tmp_path, monkeypatch):
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), path)
         table.add_files([f"file://{path}"])
-    assert maintenance_tasks.expire_snapshots(0, 1, dry_run=True) == {"db.t": 1}
-    assert maintenance_tasks.expire_snapshots(0, 1, dry_run=False) == {"db.t": 1}
-    assert maintenance_tasks.remove_orphan_files(24, dry_run=False) == {"db.t": {"files": 0, "bytes": 0}}
-    assert maintenance_tasks.prune_staged(dry_run=False) == {}
-    assert maintenance_tasks.report({"db.t": 1}, {"db.t": {"files": 0, "bytes": 0}}, {}, dry_run=False) == [
+    assert maintenance.expire_snapshots(0, 1, dry_run=True) == {"db.t": 1}
+    assert maintenance.expire_snapshots(0, 1, dry_run=False) == {"db.t": 1}
+    assert maintenance.remove_orphan_files(24, dry_run=False) == {"db.t": {"files": 0, "bytes": 0}}
+    assert maintenance.prune_staged(dry_run=False) == {}
+    assert maintenance.report({"db.t": 1}, {"db.t": {"files": 0, "bytes": 0}}, {}, dry_run=False) == [
         "db.t: 1 snapshots expired, 0 files removed (0 bytes)", "total: 1 snapshots expired, 0 files removed (0 bytes)"]

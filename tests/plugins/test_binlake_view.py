@@ -41,7 +41,7 @@ from fastapi.testclient import TestClient
 from binlog_codec.errors import TruncatedError
 from binlog_codec.reader import BinlogReader
 from plugins.binlake_view import BinlakeViewPlugin, create_app, duration
-from plugins.object_store import open_store
+from stage.object_store import open_store
 from warehouse import refusals
 from warehouse_records import commit_run_record
 from spark_jobs.positions import MissingFiles

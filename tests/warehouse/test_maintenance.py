@@ -22,7 +22,7 @@ import pytest
 
 from binlog_codec.file_identity import read_identity
 from mariadb import REPO_ROOT
-from plugins.staging import MANIFEST
+from stage.staging import MANIFEST
 from warehouse import maintenance
 from warehouse.catalog import FOLDER, open_catalog
 

@@ -50,8 +50,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from plugins.object_store import CHUNK_BYTES, ObjectStore, StoredObject
 from spark_jobs.positions import CheckpointFileMissing, after_checkpoint, binlog_name_of, log_order
+from stage.object_store import CHUNK_BYTES, ObjectStore, StoredObject
 from warehouse.publish import write_atomically
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ prefix ``s3://bucket/prefix`` (:mod:`warehouse.storage`). binlake names a wareho
 state folder (the folder itself for a local one); an ``s3://`` warehouse's is
 ``s3/<bucket>/<prefix>`` under ``BINLAKE_STATE_DIR``, else under
 ``$AIRFLOW_HOME/binlake/state``, and its tasks reach the object store with the
-settings of the connection ``binlake_s3`` (:func:`plugins.hooks.export_s3_settings`).
+settings of the connection ``binlake_s3`` (:func:`airflow_tasks.hooks.export_s3_settings`).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def warehouse_root(uri: str) -> Path:
 
 
 def _export_s3_settings() -> None:
-    from plugins.hooks import export_s3_settings  # reads the Airflow connection: Airflow only when needed
+    from airflow_tasks.hooks import export_s3_settings  # reads the Airflow connection: Airflow only when needed
 
     export_s3_settings(S3_CONNECTION_ID)
 

@@ -1,4 +1,4 @@
-"""plugins.staging: which binlog objects are pending after a checkpoint, and staging them
+"""stage.staging: which binlog objects are pending after a checkpoint, and staging them
 from a real moto server (over HTTP) or a local folder into a staging folder, verified,
 idempotent, never overwriting a staged file that differs."""
 
@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mariadb import REPO_ROOT
-from plugins.object_store import FolderStore, ObjectStore, StoredObject
-from plugins.staging import (
+from stage.object_store import FolderStore, ObjectStore, StoredObject
+from stage.staging import (
     MANIFEST,
     StagedFile,
     StagingConflict,
@@ -419,8 +419,8 @@ def test_hostile_keys_in_the_bucket_are_never_staged(s3_server, bucket_store, bi
 STAGE_WITH_A_SIZE_LIMIT = """
 import resource, signal, sys
 from pathlib import Path
-from plugins.object_store import open_store
-from plugins.staging import StagingFull, stage
+from stage.object_store import open_store
+from stage.staging import StagingFull, stage
 
 uri, endpoint, staging, limit = sys.argv[1:]
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG instead

@@ -44,12 +44,12 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import quote, urlparse
 
-from plugins import settings
-from plugins.object_store import ObjectStore, open_store
-from plugins.staging import pending_objects, stage, stage_named
+from airflow_tasks import settings
 from spark_jobs import backfill, ingest
 from spark_jobs.expectations import verdict
 from spark_jobs.streams import default_stream, position_of, position_text
+from stage.object_store import ObjectStore, open_store
+from stage.staging import pending_objects, stage, stage_named
 from warehouse import publish, storage
 from warehouse.lock import warehouse_lock
 
@@ -61,7 +61,7 @@ def open_source(source_uri: str, conn_id: str = settings.S3_CONNECTION_ID) -> Ob
     the Airflow connection ``conn_id``, or ``file:///folder``."""
     scheme = urlparse(source_uri).scheme
     if scheme == "s3":
-        from plugins.hooks import store_for  # reads the Airflow connection: Airflow only when needed
+        from airflow_tasks.hooks import store_for  # reads the Airflow connection: Airflow only when needed
 
         return store_for(source_uri, conn_id)
     if scheme == "file":
@@ -70,15 +70,15 @@ def open_source(source_uri: str, conn_id: str = settings.S3_CONNECTION_ID) -> Ob
 
 
 def warehouse_of(warehouse_uri: str | None) -> Path:
-    """The warehouse's state folder (:func:`plugins.settings.warehouse_root`): of ``warehouse_uri``
+    """The warehouse's state folder (:func:`airflow_tasks.settings.warehouse_root`): of ``warehouse_uri``
     (``s3://bucket/prefix``, ``file:///folder``, a path, or a state folder) when given, else of the
-    configured one (:func:`plugins.settings.warehouse_path`). Every task that reads or writes the
+    configured one (:func:`airflow_tasks.settings.warehouse_path`). Every task that reads or writes the
     warehouse starts here: an object-store warehouse's tasks get the S3 settings."""
     return settings.warehouse_root(warehouse_uri) if warehouse_uri else settings.warehouse_path()
 
 
 def staging_dir_of(source_uri: str) -> Path:
-    """The staging folder of one source: under :func:`plugins.settings.staging_path`, named after the
+    """The staging folder of one source: under :func:`airflow_tasks.settings.staging_path`, named after the
     source (readable part plus a hash of the whole URI, so two sources never share a folder)."""
     readable = re.sub(r"[^A-Za-z0-9]+", "-", source_uri.split("://", 1)[-1]).strip("-")[:48]
     digest = hashlib.sha256(source_uri.encode()).hexdigest()[:12]
@@ -169,7 +169,7 @@ def spark_session(spark_master: str | None, step: str) -> Iterator:
     ``$SPARK_MASTER``, else ``local[*]``), with the memory settings of the Airflow connection
     ``binlake_spark`` if there is one. A driver JVM that dies fails the step as
     :class:`spark_jobs.session.SparkFailed`, saying so, never as a data-quality failure."""
-    from plugins.hooks import spark_settings  # reads the Airflow connection
+    from airflow_tasks.hooks import spark_settings  # reads the Airflow connection
     from spark_jobs.session import SparkFailed, build_session, spark_failure, stop
 
     spark = build_session(spark_master or None, app_name=f"binlake {step}", conf=spark_settings())

@@ -1,8 +1,8 @@
-"""plugins.warehouse_status: streams, checkpoints, lag, refusals and runs of a warehouse.
+"""airflow_tasks.warehouse_status: streams, checkpoints, lag, refusals and runs of a warehouse.
 
 The main tests read a real warehouse: the bundled sample binlogs ingested by
 ``spark_jobs.ingest`` (Spark local mode) in two runs, the source listed as a
-``file://`` folder through ``plugins.object_store``. Hand-built records cover
+``file://`` folder through ``stage.object_store``. Hand-built records cover
 the cases a real run does not produce on demand: quality outcomes, named
 streams, checkpoints and records of an older layout, sources that cannot be
 listed, refusals, runs the user accepted a gap for.
@@ -24,14 +24,14 @@ from pathlib import Path
 
 import pytest
 
-from binlog_codec.reader import MAGIC, BinlogReader
-from binlog_codec.transactions import scan_transactions
-from binlog_codec.writer import encode_event
-from plugins.object_store import open_store
-from plugins.warehouse_status import (
+from airflow_tasks.warehouse_status import (
     NOT_TIMED, NOT_VALIDATED, FailedRun, SourceSeen, StreamStatus, TimeLag, lag, last_runs, quality_of, status,
     time_lag,
 )
+from binlog_codec.reader import MAGIC, BinlogReader
+from binlog_codec.transactions import scan_transactions
+from binlog_codec.writer import encode_event
+from stage.object_store import open_store
 from warehouse import refusals
 from warehouse_records import commit_run_record
 from spark_jobs.positions import MissingFiles

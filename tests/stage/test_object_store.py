@@ -1,4 +1,4 @@
-"""plugins.object_store: the same contract for an S3 bucket prefix (a real moto server over
+"""stage.object_store: the same contract for an S3 bucket prefix (a real moto server over
 HTTP) and a local folder: listing directly under the prefix, ranged downloads, uploads and
 the checksums staging verifies with."""
 
@@ -18,8 +18,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from plugins import object_store
-from plugins.object_store import (
+from stage import object_store
+from stage.object_store import (
     FolderStore, ObjectStore, S3Store, StoredObject, UnsafeObjectName, checksums, open_store, safe_name,
 )
 from s3_server import ACCESS_KEY, REGION, SECRET_KEY
@@ -376,7 +376,7 @@ def test_hostile_names_are_refused_for_download_and_upload(backend, name, tmp_pa
 def test_hostile_names_in_a_listing_are_left_out_and_reported(backend, name, small_binlog, caplog):
     backend.put_key("logs/mariadb-bin.000001", small_binlog)
     backend.put_key(f"logs/{name}", small_binlog)
-    with caplog.at_level(logging.WARNING, logger="plugins.object_store"):
+    with caplog.at_level(logging.WARNING, logger="stage.object_store"):
         listed = [obj.name for obj in backend.store.list()]
     assert listed == ["mariadb-bin.000001"]
     assert repr(name) in caplog.text and "object left out" in caplog.text

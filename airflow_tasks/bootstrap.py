@@ -5,7 +5,7 @@ The DAG (``dags/backup_bootstrap.py``) only wires these functions together:
 1. :func:`stage_image` — the backup image, downloaded from its object store
    (``s3://bucket/prefix/name`` with the ``binlake_s3`` connection, or
    ``file:///folder/name``) into a staging folder of its own and verified
-   against the store's checksum (:func:`plugins.staging.stage_named`; a second
+   against the store's checksum (:func:`stage.staging.stage_named`; a second
    attempt reuses what is already there);
 2. :func:`run_bootstrap` — Spark reads the staged image into the warehouse
    and publishes it with the checkpoint of its validity point
@@ -20,9 +20,9 @@ import logging
 from pathlib import Path
 from urllib.parse import urlparse
 
-from plugins import settings
-from plugins.ingest_tasks import checkpoint_of, open_source, spark_session
-from plugins.staging import stage_named
+from airflow_tasks import settings
+from airflow_tasks.ingest import checkpoint_of, open_source, spark_session
+from stage.staging import stage_named
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def split_image_uri(image_uri: str) -> tuple[str, str]:
 
 
 def staging_dir_of(image_uri: str) -> Path:
-    """The staging folder of one image: under :func:`plugins.settings.staging_path`, named after a
+    """The staging folder of one image: under :func:`airflow_tasks.settings.staging_path`, named after a
     hash of its URI."""
     digest = hashlib.sha256(image_uri.encode()).hexdigest()[:12]
     return settings.staging_path().expanduser().resolve() / f"backup-image-{digest}"

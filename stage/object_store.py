@@ -16,7 +16,7 @@ which one it talks to:
 :func:`open_store` picks the kind from a URI: ``s3://bucket/prefix`` (boto3,
 path-style addressing so that any S3-compatible server works) or
 ``file:///folder`` / a plain path. This module imports no Airflow; the
-Airflow connection is read in :mod:`plugins.hooks`.
+Airflow connection is read in :mod:`airflow_tasks.hooks`.
 
 Hostile input. An object name is used as a local file name by staging, so only
 plain names are accepted (:func:`safe_name`): no ``/`` or ``\\``, not ``.`` or

@@ -4,7 +4,7 @@ This is the data behind the binlake view in the Airflow UI
 (:mod:`plugins.binlake_view`), kept free of Airflow and FastAPI so that any
 Python process can call it::
 
-    from plugins.warehouse_status import status
+    from airflow_tasks.warehouse_status import status
 
     report = status(Path("/data/warehouse"))
     for stream in report.streams:
@@ -204,13 +204,13 @@ class WarehouseStatus:
     failures: list[FailedRun] = field(default_factory=list)
 
 
-# A function giving the object store behind a source URI (``plugins.hooks.store_for``).
+# A function giving the object store behind a source URI (``airflow_tasks.hooks.store_for``).
 StoreFor = Callable[[str], object]
 
 
 def status(warehouse: Path, store_for: StoreFor | None = None, *, run_count: int = DEFAULT_RUN_COUNT) -> WarehouseStatus:
     """The status of ``warehouse``. ``store_for(uri)`` opens a source for listing (default:
-    :func:`plugins.hooks.store_for`, which takes S3 credentials from the Airflow connection);
+    :func:`airflow_tasks.hooks.store_for`, which takes S3 credentials from the Airflow connection);
     at most ``run_count`` runs are returned."""
     warehouse = Path(warehouse)
     checkpoint = read_checkpoint(warehouse)
@@ -293,7 +293,7 @@ def _as_uri(source: str) -> str:
 
 
 def _default_store_for() -> StoreFor:
-    from plugins.hooks import store_for  # Airflow-backed: imported only when a source is listed
+    from airflow_tasks.hooks import store_for  # Airflow-backed: imported only when a source is listed
 
     return store_for
 

@@ -2,7 +2,7 @@
 
 The DAG (``dags/binlake_maintenance.py``) only wires these functions together;
 each can be called from a plain Python process or a test. The warehouse and
-the staging folder are the configured ones (:mod:`plugins.settings`); the work
+the staging folder are the configured ones (:mod:`airflow_tasks.settings`); the work
 is :mod:`warehouse.maintenance`'s. What the tasks hand to each other is small
 JSON: counts per table and per staging folder.
 """
@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from plugins import settings
+from airflow_tasks import settings
 from warehouse import maintenance
 
 log = logging.getLogger(__name__)
 
 
 def warehouse() -> str:
-    """The configured warehouse folder (:func:`plugins.settings.warehouse_path`), resolved."""
+    """The configured warehouse folder (:func:`airflow_tasks.settings.warehouse_path`), resolved."""
     return str(settings.warehouse_path().expanduser().resolve())
 
 
@@ -36,7 +36,7 @@ def remove_orphan_files(orphan_age_hours: float, dry_run: bool) -> dict[str, dic
 
 def prune_staged(dry_run: bool) -> dict[str, dict]:
     """``{"files", "bytes"}`` removed per staging folder of the configured staging folder
-    (:func:`plugins.settings.staging_path`, one folder per source; none when it does not exist)."""
+    (:func:`airflow_tasks.settings.staging_path`, one folder per source; none when it does not exist)."""
     staging = settings.staging_path().expanduser().resolve()
     if not staging.is_dir():
         log.info("%s: no staging folder, nothing to prune", staging)

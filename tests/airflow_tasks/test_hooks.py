@@ -1,4 +1,4 @@
-"""plugins.hooks: Spark memory settings from the Airflow connection ``binlake_spark``; object stores built from the Airflow connection ``binlake_s3`` (defined in
+"""airflow_tasks.hooks: Spark memory settings from the Airflow connection ``binlake_spark``; object stores built from the Airflow connection ``binlake_s3`` (defined in
 the environment, JSON form) against a real moto server, the fallback to boto3's own
 settings without it, and folders that need no connection."""
 
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from plugins.hooks import spark_settings, store_for
-from plugins.object_store import FolderStore, S3Store
+from airflow_tasks.hooks import spark_settings, store_for
+from stage.object_store import FolderStore, S3Store
 
 UNREACHABLE = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
@@ -104,7 +104,7 @@ def test_spark_memory_comes_from_the_binlake_spark_connection(monkeypatch):
 
 
 def test_a_warehouse_in_s3_takes_its_settings_from_the_connection(s3_server, monkeypatch, tmp_path):
-    from plugins.settings import warehouse_root
+    from airflow_tasks.settings import warehouse_root
     from warehouse import storage
 
     for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"):

@@ -26,7 +26,7 @@ from urllib.parse import urlparse
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowNotFoundException
 
-from plugins.object_store import ObjectStore, open_store
+from stage.object_store import ObjectStore, open_store
 
 log = logging.getLogger(__name__)
 
