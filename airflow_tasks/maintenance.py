@@ -34,6 +34,12 @@ def remove_orphan_files(orphan_age_hours: float, dry_run: bool) -> dict[str, dic
     return {name: each.summary() for name, each in removed.items()}
 
 
+def remove_abandoned_runs(orphan_age_hours: float, dry_run: bool) -> dict:
+    """``{"files", "bytes"}`` of the work areas of runs never published
+    (:func:`warehouse.maintenance.remove_abandoned_runs`)."""
+    return maintenance.remove_abandoned_runs(warehouse(), timedelta(hours=orphan_age_hours), dry_run).summary()
+
+
 def prune_staged(dry_run: bool) -> dict[str, dict]:
     """``{"files", "bytes"}`` removed per staging folder of the configured staging folder
     (:func:`airflow_tasks.settings.staging_path`, one folder per source; none when it does not exist)."""
@@ -44,9 +50,11 @@ def prune_staged(dry_run: bool) -> dict[str, dict]:
     return {folder: each.summary() for folder, each in maintenance.prune_staged(staging, warehouse(), dry_run).items()}
 
 
-def report(expired: dict[str, int], removed: dict[str, dict], pruned: dict[str, dict], dry_run: bool) -> list[str]:
-    """Logs one line per table, per staging folder and a total (:func:`warehouse.maintenance.report_lines`)."""
-    lines = maintenance.report_lines(expired, removed, pruned, dry_run)
+def report(expired: dict[str, int], removed: dict[str, dict], abandoned: dict, pruned: dict[str, dict],
+           dry_run: bool) -> list[str]:
+    """Logs one line per table, for the abandoned runs, per staging folder and a total
+    (:func:`warehouse.maintenance.report_lines`)."""
+    lines = maintenance.report_lines(expired, removed, pruned, dry_run, abandoned)
     for line in lines:
         log.info("%s", line)
     return lines

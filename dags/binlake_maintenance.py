@@ -1,7 +1,7 @@
 """binlake_maintenance: old snapshots expired, unreferenced files removed, committed staged binlogs pruned.
 
-One DAG run a day: expire_snapshots → remove_orphan_files → prune_staged →
-report. The work itself is in :mod:`warehouse.maintenance` (through
+One DAG run a day: expire_snapshots → remove_orphan_files →
+remove_abandoned_runs → prune_staged → report. The work itself is in :mod:`warehouse.maintenance` (through
 :mod:`airflow_tasks.maintenance`); this file is the schedule, the parameters
 and the wiring.
 
@@ -11,8 +11,9 @@ and the wiring.
 - **Steps.** In every table of the catalog, the snapshots older than
   ``retention_days`` go, except the newest ``keep_last`` and the current one;
   then the Parquet files and Iceberg metadata files no snapshot names any
-  more, older than ``orphan_age_hours``; then the binlog files of the staging
-  folder that come before their stream's checkpoint file.
+  more, older than ``orphan_age_hours``; then the work areas (``_runs/<run
+  id>/``) of runs never published, untouched for as long; then the binlog
+  files of the staging folder that come before their stream's checkpoint file.
 - **Parameters** (trigger form, or ``--conf``): ``retention_days`` (7),
   ``keep_last`` (5), ``orphan_age_hours`` (24), ``dry_run`` (off: on, the
   run only reports what it would remove). The warehouse and the staging
@@ -67,6 +68,14 @@ def binlake_maintenance():
         return maintenance.remove_orphan_files(params["orphan_age_hours"], params["dry_run"])
 
     @task
+    def remove_abandoned_runs() -> dict:
+        """Removes the work areas of runs never published (failed, or left), older than the orphan age."""
+        from airflow_tasks import maintenance
+
+        params = get_current_context()["params"]
+        return maintenance.remove_abandoned_runs(params["orphan_age_hours"], params["dry_run"])
+
+    @task
     def prune_staged() -> dict:
         """Removes the staged binlog files before their stream's checkpoint file."""
         from airflow_tasks import maintenance
@@ -74,16 +83,17 @@ def binlake_maintenance():
         return maintenance.prune_staged(get_current_context()["params"]["dry_run"])
 
     @task
-    def report(expired: dict, removed: dict, pruned: dict) -> list[str]:
-        """One line per table and staging folder, and a total."""
+    def report(expired: dict, removed: dict, abandoned: dict, pruned: dict) -> list[str]:
+        """One line per table, for the abandoned runs and per staging folder, and a total."""
         from airflow_tasks import maintenance
 
-        return maintenance.report(expired, removed, pruned, get_current_context()["params"]["dry_run"])
+        return maintenance.report(expired, removed, abandoned, pruned, get_current_context()["params"]["dry_run"])
 
     expired = expire_snapshots()
     removed = remove_orphan_files()
+    abandoned = remove_abandoned_runs()
     pruned = prune_staged()
-    chain(expired, removed, pruned, report(expired, removed, pruned))
+    chain(expired, removed, abandoned, pruned, report(expired, removed, abandoned, pruned))
 
 
 binlake_maintenance()

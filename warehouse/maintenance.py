@@ -364,17 +364,22 @@ def committed_files(folder: Path, checkpoint_file: str) -> list[Path]:
 
 
 def report_lines(expired: dict[str, int], removed: dict[str, dict], pruned: dict[str, dict],
-                 dry_run: bool = False) -> list[str]:
-    """One line per table (snapshots expired, files removed), one per staging folder, and a total;
-    ``removed`` and ``pruned`` as :meth:`Removed.summary`."""
+                 dry_run: bool = False, abandoned: dict | None = None) -> list[str]:
+    """One line per table (snapshots expired, files removed), one for the abandoned runs' work
+    areas, one per staging folder, and a total; ``removed``, ``abandoned`` and ``pruned`` as
+    :meth:`Removed.summary`."""
     verb = "to expire" if dry_run else "expired"
     gone = "to remove" if dry_run else "removed"
     lines = [f"{name}: {expired.get(name, 0)} snapshots {verb}, {removed.get(name, {}).get('files', 0)} files {gone} "
              f"({removed.get(name, {}).get('bytes', 0)} bytes)" for name in sorted(set(expired) | set(removed))]
+    files = list(removed.values())
+    if abandoned and abandoned["files"]:
+        lines.append(f"abandoned runs: {abandoned['files']} files {gone} ({abandoned['bytes']} bytes)")
+        files.append(abandoned)
     lines += [f"staged {folder}: {each['files']} binlog files {gone} ({each['bytes']} bytes)"
               for folder, each in sorted(pruned.items())]
-    total = (f"total: {sum(expired.values())} snapshots {verb}, {sum(r['files'] for r in removed.values())} files "
-             f"{gone} ({sum(r['bytes'] for r in removed.values())} bytes)")
+    total = (f"total: {sum(expired.values())} snapshots {verb}, {sum(r['files'] for r in files)} files "
+             f"{gone} ({sum(r['bytes'] for r in files)} bytes)")
     if pruned:
         total += (f", {sum(p['files'] for p in pruned.values())} staged files {gone} "
                   f"({sum(p['bytes'] for p in pruned.values())} bytes)")
@@ -386,12 +391,10 @@ def run(warehouse: Path, staging: Path | None = None, retention: timedelta = RET
     """The four steps in order (the staged files only with ``staging``); returns the report lines."""
     expired = expire_snapshots(warehouse, retention, keep_last, dry_run)
     removed = {name: each.summary() for name, each in remove_orphan_files(warehouse, orphan_age, dry_run).items()}
-    abandoned = remove_abandoned_runs(warehouse, orphan_age, dry_run)
-    if abandoned.files:
-        removed[RUNS_FOLDER] = abandoned.summary()
+    abandoned = remove_abandoned_runs(warehouse, orphan_age, dry_run).summary()
     pruned = {} if staging is None else {
         folder: each.summary() for folder, each in prune_staged(staging, warehouse, dry_run).items()}
-    return report_lines(expired, removed, pruned, dry_run)
+    return report_lines(expired, removed, pruned, dry_run, abandoned)
 
 
 def main(argv: list[str] | None = None) -> int:

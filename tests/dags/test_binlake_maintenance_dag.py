@@ -1,5 +1,5 @@
 """``binlake_maintenance`` loads, runs daily with its parameters, expire_snapshots →
-remove_orphan_files → prune_staged → report; its task helpers work on the configured
+remove_orphan_files → remove_abandoned_runs → prune_staged → report; its task helpers work on the configured
 warehouse and staging folder.
 
 The DAG file is loaded as ``test_dag_integrity`` loads every DAG (``DagBag`` in a
@@ -15,7 +15,7 @@ from airflow_tasks import maintenance
 from warehouse.catalog import open_catalog
 from test_dag_integrity import loaded  # noqa: F401  (the module fixture: every DAG, described)
 
-TASKS = ["expire_snapshots", "remove_orphan_files", "prune_staged", "report"]
+TASKS = ["expire_snapshots", "remove_orphan_files", "remove_abandoned_runs", "prune_staged", "report"]
 
 
 def test_binlake_maintenance_runs_its_steps_in_order(loaded):  # noqa: F811
@@ -23,8 +23,8 @@ def test_binlake_maintenance_runs_its_steps_in_order(loaded):  # noqa: F811
     assert dag["order"] == TASKS
     upstream = {task: info["upstream"] for task, info in dag["tasks"].items()}
     assert upstream == {"expire_snapshots": [], "remove_orphan_files": ["expire_snapshots"],
-                        "prune_staged": ["remove_orphan_files"],
-                        "report": ["expire_snapshots", "prune_staged", "remove_orphan_files"]}
+                        "remove_abandoned_runs": ["remove_orphan_files"], "prune_staged": ["remove_abandoned_runs"],
+                        "report": ["expire_snapshots", "prune_staged", "remove_abandoned_runs", "remove_orphan_files"]}
     assert {info["trigger_rule"] for info in dag["tasks"].values()} == {"all_success"}
     assert all(info["retries"] >= 1 for info in dag["tasks"].values())
 
@@ -58,5 +58,11 @@ def test_the_tasks_maintain_the_configured_warehouse(tmp_path, monkeypatch):
     assert maintenance.expire_snapshots(0, 1, dry_run=False) == {"db.t": 1}
     assert maintenance.remove_orphan_files(24, dry_run=False) == {"db.t": {"files": 0, "bytes": 0}}
     assert maintenance.prune_staged(dry_run=False) == {}
-    assert maintenance.report({"db.t": 1}, {"db.t": {"files": 0, "bytes": 0}}, {}, dry_run=False) == [
-        "db.t: 1 snapshots expired, 0 files removed (0 bytes)", "total: 1 snapshots expired, 0 files removed (0 bytes)"]
+    left = warehouse / "_runs" / "failed-run" / "staging" / "transactions" / "part-1.parquet"
+    left.parent.mkdir(parents=True)
+    left.write_bytes(b"x" * 7)
+    assert maintenance.remove_abandoned_runs(0, dry_run=False) == {"files": 1, "bytes": 7} and not left.exists()
+    assert maintenance.report({"db.t": 1}, {"db.t": {"files": 0, "bytes": 0}}, {"files": 1, "bytes": 7}, {},
+                              dry_run=False) == [
+        "db.t: 1 snapshots expired, 0 files removed (0 bytes)", "abandoned runs: 1 files removed (7 bytes)",
+        "total: 1 snapshots expired, 1 files removed (7 bytes)"]
