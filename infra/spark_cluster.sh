@@ -32,26 +32,21 @@ free_port() {
   "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-daemon() {  # daemon DIR NAME CLASS ARGS...: start one daemon in the background, record its pid
-  local dir="$1" name="$2"
-  shift 2
-  mkdir -p "$dir/$name/work" "$dir/$name/tmp"
-  SPARK_LOCAL_IP="$HOST" SPARK_LOG_DIR="$dir/logs" SPARK_WORKER_DIR="$dir/$name/work" \
-    SPARK_LOCAL_DIRS="$dir/$name/tmp" TMPDIR="$dir/$name/tmp" PYSPARK_PYTHON="$PYTHON" \
-    nohup "$SPARK_HOME/bin/spark-class" "$@" >"$dir/logs/$name.out" 2>&1 &
-  echo $! >"$dir/$name.pid"
-}
-
-hidden_daemon() {  # as daemon, in a mount namespace where the SPARK_CLUSTER_HIDE folders are empty
-  local dir="$1" name="$2"
-  shift 2
-  mkdir -p "$dir/$name/work" "$dir/$name/tmp"
-  SPARK_LOCAL_IP="$HOST" SPARK_LOG_DIR="$dir/logs" SPARK_WORKER_DIR="$dir/$name/work" \
-    SPARK_LOCAL_DIRS="$dir/$name/tmp" TMPDIR="$dir/$name/tmp" PYSPARK_PYTHON="$PYTHON" \
-    nohup unshare --mount --propagation private bash -c '
+daemon() {  # daemon DIR NAME HIDE CLASS ARGS...: start one daemon in the background, record its pid;
+  # HIDE=yes: in a mount namespace where the SPARK_CLUSTER_HIDE folders are empty
+  local dir="$1" name="$2" hide="$3"
+  shift 3
+  local launch=()
+  if [ "$hide" = yes ]; then
+    launch=(unshare --mount --propagation private bash -c '
       IFS=: read -ra hidden <<<"$SPARK_CLUSTER_HIDE"
       for folder in "${hidden[@]}"; do mount -t tmpfs binlake-hidden "$folder" || exit 70; done
-      exec "$@"' worker "$SPARK_HOME/bin/spark-class" "$@" >"$dir/logs/$name.out" 2>&1 &
+      exec "$@"' "$name")
+  fi
+  mkdir -p "$dir/$name/work" "$dir/$name/tmp"
+  SPARK_LOCAL_IP="$HOST" SPARK_LOG_DIR="$dir/logs" SPARK_WORKER_DIR="$dir/$name/work" \
+    SPARK_LOCAL_DIRS="$dir/$name/tmp" TMPDIR="$dir/$name/tmp" PYSPARK_PYTHON="$PYTHON" \
+    nohup "${launch[@]}" "$SPARK_HOME/bin/spark-class" "$@" >"$dir/logs/$name.out" 2>&1 &
   echo $! >"$dir/$name.pid"
 }
 
@@ -88,11 +83,11 @@ start() {
   export SPARK_HOME
   port="$(free_port)"
   ui="$(free_port)"
-  daemon "$dir" master org.apache.spark.deploy.master.Master --host "$HOST" --port "$port" --webui-port "$ui"
-  local start_worker=daemon
-  [ -n "${SPARK_CLUSTER_HIDE:-}" ] && start_worker=hidden_daemon
+  daemon "$dir" master no org.apache.spark.deploy.master.Master --host "$HOST" --port "$port" --webui-port "$ui"
+  local hide=no
+  [ -n "${SPARK_CLUSTER_HIDE:-}" ] && hide=yes
   for n in $(seq 1 "$workers"); do
-    "$start_worker" "$dir" "worker$n" org.apache.spark.deploy.worker.Worker "spark://$HOST:$port" \
+    daemon "$dir" "worker$n" "$hide" org.apache.spark.deploy.worker.Worker "spark://$HOST:$port" \
       --host "$HOST" --cores "$cores" --memory 1g --webui-port 0 --work-dir "$dir/worker$n/work"
   done
   printf 'master=spark://%s:%s\nui_port=%s\nworkers=%s\n' "$HOST" "$port" "$ui" "$workers" >"$dir/cluster.env"

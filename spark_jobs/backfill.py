@@ -111,7 +111,8 @@ def prepare_backfill(
     inputs = [Input(str(_source_file(source, name)), 0) for name in names]
     result.run_id = _run_id(days, inputs)
     result.inputs, result.started = inputs, started.isoformat()
-    work, area = work_folder(root, result.run_id), run_area(root, result.run_id)
+    work = work_folder(root, result.run_id)
+    result.area = area = run_area(spark, root, result.run_id)
     discard_run(root, result.run_id)
     log.info("backfill %s: days %s from %d files", result.run_id, ", ".join(map(str, days)), len(inputs))
     decoded = decode(spark, [i.path for i in inputs], f"{area}/staging", target_bytes)

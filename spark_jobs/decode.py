@@ -42,10 +42,11 @@ characters a path cannot (``/``, ``.``, ...).
 The split size is the target (64 MB by default), or smaller when that keeps
 every Spark task slot busy to the end (:func:`spark_jobs.splits.balanced_target`).
 
-The staging folder is a run's own scratch space (``_runs/<run id>/staging``
-in the warehouse's storage): tasks write their files there directly, through
-``pyarrow.fs``, so it is a local folder for a local warehouse and a prefix of
-the object store for an ``s3://`` one, which every node of a cluster reaches.
+The staging folder is a run's own scratch space (``staging/`` in the run's
+area, :func:`spark_jobs.ingest.run_area`): tasks write their files there
+directly, through ``pyarrow.fs``, so it is a folder of the machine that runs
+the job with a ``local`` master (or a local warehouse), and a prefix of the
+warehouse's object store on a cluster, which every node reaches.
 What the run goes on with comes from :class:`DecodeResult`, never from listing
 the folder: a file a failed task attempt left is written again by the next
 attempt, under the same name. When a split fails to decode, the driver raises

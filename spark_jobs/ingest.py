@@ -125,7 +125,8 @@ class IngestResult:
     the planning noticed without stopping, and
     ``skipped_transactions`` how many transactions were already read (by GTID). ``airflow_run`` is
     the Airflow run it belongs to (``dag_id/run_id``, None outside Airflow) and ``seen`` what it saw
-    of the source's newest event (:func:`source_seen`).
+    of the source's newest event (:func:`source_seen`). ``area`` is where the run keeps its staging and
+    output until it is published (:func:`run_area`).
     """
 
     run_id: str
@@ -150,6 +151,7 @@ class IngestResult:
     skipped_transactions: int = 0
     airflow_run: str | None = None
     seen: dict | None = None
+    area: str = ""
 
     def to_json(self) -> dict:
         """JSON-serialisable; :meth:`from_json` reads it back."""
@@ -385,17 +387,28 @@ def work_folder(warehouse: str | os.PathLike[str], run_id: str) -> Path:
     return Path(warehouse).resolve() / RUNS_FOLDER / run_id
 
 
-def run_area(warehouse: str | os.PathLike[str], run_id: str) -> str:
-    """Where, in the warehouse's storage, a run keeps its staging and its not yet published output
-    (``out/``): the run's work folder for a local warehouse, ``s3://…/_runs/<run id>`` in an object
-    store, which Spark's tasks reach from any node."""
-    return storage.of(warehouse).location(f"{RUNS_FOLDER}/{run_id}")
+def run_area(spark, warehouse: str | os.PathLike[str], run_id: str) -> str:
+    """Where a run keeps its staging and its not yet published output (``out/``): its work folder,
+    on the machine that runs the job, when Spark's tasks run there too (a ``local`` master) or the
+    warehouse is a local folder (which a cluster's nodes then share); else ``_runs/<run id>`` in
+    the warehouse's object store, which the tasks of a cluster reach from any node."""
+    files = storage.of(warehouse)
+    if files.is_local or spark.sparkContext.master.startswith("local"):
+        return str(work_folder(warehouse, run_id))
+    return files.location(f"{RUNS_FOLDER}/{run_id}")
+
+
+def area_of(warehouse: str | os.PathLike[str], result: IngestResult) -> str:
+    """The area the prepared run ``result`` was given (:func:`run_area`)."""
+    return result.area or str(work_folder(warehouse, result.run_id))
 
 
 def discard_run(warehouse: str | os.PathLike[str], run_id: str) -> None:
-    """Remove what a run in progress keeps: its work folder and its area in the storage."""
+    """Remove what a run in progress keeps: its work folder, and its area in an object store."""
     shutil.rmtree(work_folder(warehouse, run_id), ignore_errors=True)
-    storage.remove(run_area(warehouse, run_id))
+    files = storage.of(warehouse)
+    if not files.is_local:
+        storage.remove(files.location(f"{RUNS_FOLDER}/{run_id}"))
 
 
 @locks_warehouse("prepare")
@@ -442,13 +455,13 @@ def prepare(
                           continuity=plan.state.continuity, gtids=plan.state.gtids, accepted=plan.accepted,
                           notices=plan.notices, skipped_transactions=plan.skipped, airflow_run=attempt.airflow_run,
                           seen=attempt.seen)
-    work, area = work_folder(root, result.run_id), run_area(root, result.run_id)
+    work = work_folder(root, result.run_id)
+    result.area = area = run_area(spark, root, result.run_id)
     discard_run(root, result.run_id)
     log.info("run %s of stream %s (%s): %d files from %s, %d transactions already read skipped", result.run_id,
              stream, plan.mode, len(result.inputs), source, plan.skipped)
     with attempt.step("decode"):
-        decoded = _decode_plan(spark, plan, scans, area, target_bytes,
-                               _task_locations(spark, plan, source_key, area, root))
+        decoded = _decode_plan(spark, plan, scans, area, target_bytes, _task_locations(plan, source_key, area))
     result.notices += schema_history.warn_not_understood(_staged_rows(decoded.schema_changes))
     result.bytes = decoded.bytes
     result.ends = {read.file.name: read.resume for read in plan.reads}
@@ -467,11 +480,11 @@ def prepare(
     return result
 
 
-def _task_locations(spark, plan: StreamPlan, source_key: str, area: str, root: Path) -> dict[str, str] | None:
+def _task_locations(plan: StreamPlan, source_key: str, area: str) -> dict[str, str] | None:
     """Where Spark's tasks read the run's binlog files (:func:`spark_jobs.remote_splits.split_locations`)
-    when they may run on nodes that share no folder with this one (a cluster, and a warehouse in
-    an object store); None: at their paths here."""
-    if spark.sparkContext.master.startswith("local") or storage.of(root).is_local:
+    when they may run on nodes that share no folder with this one (the run's ``area`` is in an
+    object store, :func:`run_area`); None: at their paths here."""
+    if not storage.is_object_store(area):
         return None
     return remote_splits.split_locations([read.file for read in plan.reads],
                                          {read.file.path: read.size for read in plan.reads}, source_key, area)
@@ -536,8 +549,9 @@ def validate_run(spark, warehouse: str, run_id: str) -> dict:
     run's failure with its first failing check (:mod:`warehouse.refusals`), and so is an error."""
     from spark_jobs.validate import validate  # Great Expectations is slow to import
 
-    work, area = work_folder(warehouse, run_id), run_area(warehouse, run_id)
+    work = work_folder(warehouse, run_id)
     result = IngestResult.from_json(json.loads((work / RUN_FILE).read_text()))
+    area = area_of(warehouse, result)
     attempt = _attempt_of(Path(warehouse).resolve(), result)
     with attempt.step("validate"):
         facts = f"{area}/{FACTS_FOLDER}" if result.kind == "backfill" else None  # a backfill publishes no metadata
@@ -599,7 +613,7 @@ def _commit_run(root: Path, result: IngestResult) -> None:
     run_id = result.run_id
     if result.quality is not None and not result.quality["success"]:
         raise QualityFailed(run_id, result.quality)
-    out = f"{run_area(root, run_id)}/out"
+    out = f"{area_of(root, result)}/out"
     write_run_record(out, result)
     if result.kind == "backfill":  # its day partitions replace the old ones; the checkpoint stays
         publish.commit(root, out, run_id, replaced=(publish.DAY_PARTITIONS,))

@@ -2,9 +2,10 @@
 
 A run writes everything it produces under a run folder that mirrors the
 warehouse layout (``changes/``, ``current/``, ``metadata/``), every file at a
-name unique to the run: ``_runs/<run id>/out`` in the warehouse's storage (in
-the object store, for an ``s3://`` warehouse, where Spark's tasks on any node
-write it). Nothing there is visible to readers. :func:`commit` then makes it
+name unique to the run: ``out/`` in the run's area (a folder of the machine
+that runs the job, or, for a cluster writing an ``s3://`` warehouse, a prefix
+of the object store that Spark's tasks on any node write to). Nothing there is
+visible to readers. :func:`commit` then makes it
 visible in three steps:
 
 1. **Journal.** The type changes the tables would take are tried
@@ -14,8 +15,9 @@ visible in three steps:
    place: the rename is the commit point).
    A run that dies before it leaves the warehouse exactly as it was.
 2. **Apply.** The files move into the warehouse's storage, eight at a time,
-   beside the files of earlier runs (renamed in a local warehouse, copied by
-   the object store itself, :meth:`warehouse.storage.Storage.put`; a repeated
+   beside the files of earlier runs (renamed in a local warehouse, uploaded to
+   an object store, or copied by the store itself from a run area in it,
+   :meth:`warehouse.storage.Storage.put`; a repeated
    run's files take the place of identical ones); the
    catalog gives every table the run touches one snapshot
    (:func:`warehouse.catalog.sync`): ``changes`` and the appended metadata
