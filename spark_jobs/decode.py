@@ -49,7 +49,8 @@ the job with a ``local`` master (or a local warehouse), and a prefix of the
 warehouse's object store on a cluster, which every node reaches.
 What the run goes on with comes from :class:`DecodeResult`, never from listing
 the folder: a file a failed task attempt left is written again by the next
-attempt, under the same name. When a split fails to decode, the driver raises
+attempt, under the same name (Spark never runs two attempts of a task at
+once here: :data:`spark_jobs.session.FIXED_CONF`). When a split fails to decode, the driver raises
 the ``binlog_codec`` error of the first failing split in log order (same class,
 file, position, event type; a corrupt event in a file's unfinished last
 transaction, found while planning, counts as the file's last split) and
@@ -63,7 +64,6 @@ share no folder), from object storage (:mod:`spark_jobs.remote_splits`).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
@@ -585,7 +585,9 @@ def decode(
     slots = spark.sparkContext.defaultParallelism
     plan = plan_splits(files, balanced_target(files, target_bytes, slots, start_positions), start_positions, scanned, skipped,
                        sizes)
-    splits = [dataclasses.replace(split, location=(locations or {}).get(split.path)) for split in plan]
+    locations = locations or {}
+    splits = [remote_splits.located(split, locations[split.path]) if split.path in locations else split
+              for split in plan]
     summaries: list[dict[str, Any]] = []
     written: dict[str, str | None] = {}
     if plan:

@@ -9,6 +9,10 @@ into node-local scratch: the file's head (the magic number and the format
 description event that defines the file's format: the backup stream worklog,
 "binlog file layout") and the split's bytes from where reading starts to its
 end, each at its own offset in a sparse file as long as the split's end.
+The driver gives each such split the CRC-32 of those bytes in its own file
+(:func:`located`) and the task checks what it fetched against it: an object
+rewritten since the run was planned (a binlog name reused after ``RESET
+MASTER``, an archive overwritten) is refused, never decoded in its place.
 :class:`~binlog_codec.reader.BinlogReader` reads the format description, then
 seeks to the split: nothing else of the file is read. The scratch file is
 removed when the task is done with it, and any node can fetch it again.
@@ -20,6 +24,7 @@ import dataclasses
 import logging
 import os
 import tempfile
+import zlib
 from contextlib import contextmanager
 from typing import Iterator, Mapping
 
@@ -44,11 +49,31 @@ def ranges(split: Split) -> list[tuple[int, int]]:
     return [head, (split.read_from, split.end)]
 
 
+def _pieces(split: Split) -> Iterator[tuple[int, int]]:
+    """The reads of :func:`ranges`, as (offset, size), one chunk at a time."""
+    for start, end in ranges(split):
+        for offset in range(start, end, CHUNK_BYTES):
+            yield offset, min(CHUNK_BYTES, end - offset)
+
+
+def located(split: Split, location: str) -> Split:
+    """``split`` to be read from ``location``, with the CRC-32 of the bytes the task reads there
+    (:func:`ranges`) as the driver's file holds them."""
+    crc = 0
+    with open(split.path, "rb") as source:
+        for offset, size in _pieces(split):
+            source.seek(offset)
+            crc = zlib.crc32(source.read(size), crc)
+    return dataclasses.replace(split, location=location, crc32=crc)
+
+
 @contextmanager
 def readable(split: Split) -> Iterator[Split]:
     """``split`` as a task can read it: as it is without a ``location``; else a copy of it whose
     ``path`` is a node-local file holding its :func:`ranges`, removed afterwards. An object
-    shorter than the split raises :class:`~binlog_codec.errors.TruncatedError` naming the file."""
+    shorter than the split raises :class:`~binlog_codec.errors.TruncatedError`, one whose bytes are
+    not those the driver planned from a :class:`~binlog_codec.errors.ChecksumError`, naming the
+    file."""
     if split.location is None:
         yield split
         return
@@ -67,10 +92,17 @@ def _fetch(split: Split, local: str) -> None:
                 "of the file: the object is shorter than the file the run planned from", file=split.path,
                 position=source.size())
         target.truncate(split.end)
-        for start, end in ranges(split):
-            target.seek(start)
-            for offset in range(start, end, CHUNK_BYTES):
-                target.write(source.read_at(min(CHUNK_BYTES, end - offset), offset))
+        crc = 0
+        for offset, size in _pieces(split):
+            piece = source.read_at(size, offset)
+            crc = zlib.crc32(piece, crc)
+            target.seek(offset)
+            target.write(piece)
+    if split.crc32 is not None and crc != split.crc32:
+        raise errors.ChecksumError(
+            f"{split.location}: bytes {ranges(split)} hold CRC-32 {crc:08x}, but the file the run planned from "
+            f"holds {split.crc32:08x} there: the object was rewritten since; nothing of the run is published",
+            file=split.path, position=split.read_from)
 
 
 def split_locations(files: list[SourceFile], sizes: Mapping[str, int], source_key: str, area: str) -> dict[str, str]:

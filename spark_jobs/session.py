@@ -97,6 +97,11 @@ COMMON_CONF = {
 }
 
 
+# Settings no configuration changes: binlake's tasks write their files under names of their own
+# (a retried task writes its file again), so a speculative second attempt running beside the
+# first would write the same file at the same time.
+FIXED_CONF = {"spark.speculation": "false"}
+
 DRIVER_MEMORY = "spark.driver.memory"
 GIB = 2**30
 
@@ -221,6 +226,7 @@ def build_session(
         # the host name resolves to it and another interface was picked.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     settings.update(conf or {})
+    settings.update(FIXED_CONF)
     settings[class_archive.JAVA_OPTIONS] = with_log_config(
         class_archive.with_archive(settings.get(class_archive.JAVA_OPTIONS)))
     start_jvm({**settings, "spark.master": master, "spark.app.name": app_name})

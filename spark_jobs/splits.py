@@ -81,7 +81,8 @@ class Split:
     description the split is framed by (see the module docstring). ``flavour``
     is the file's (``mysql`` or ``mariadb``), ``transactions`` how many the scan found.
     ``location``: where a task reads the file when it cannot see ``path`` (an object store's
-    URI, :mod:`spark_jobs.remote_splits`); None: at ``path``.
+    URI, :mod:`spark_jobs.remote_splits`), and ``crc32`` the CRC-32 of the bytes it reads there, as
+    the driver's file holds them; None: at ``path``.
     """
 
     path: str
@@ -92,6 +93,7 @@ class Split:
     flavour: str
     transactions: int
     location: str | None = None
+    crc32: int | None = None
 
     @property
     def size(self) -> int:

@@ -90,11 +90,7 @@ class Storage:
             Path(target).parent.mkdir(parents=True, exist_ok=True)
             os.replace(source_path, target)
             return
-        filesystem, path = open_file(target)
-        if isinstance(source_filesystem, pafs.LocalFileSystem):
-            pafs.copy_files(source_path, path, source_filesystem=source_filesystem, destination_filesystem=filesystem)
-        else:
-            filesystem.copy_file(source_path, path)
+        copy_file(str(source), target)
         source_filesystem.delete_file(source_path)
 
     def check(self) -> None:
@@ -172,9 +168,7 @@ def copy_file(source: str, target: str) -> None:
     """A copy of the file at the location ``source`` at ``target`` (made by the object store itself
     when both are in it)."""
     source_filesystem, source_path = open_file(source)
-    filesystem, path = open_file(target)
-    if isinstance(filesystem, pafs.LocalFileSystem):
-        filesystem.create_dir(posixpath.dirname(path), recursive=True)
+    filesystem, path = _with_folder(target)
     if type(source_filesystem) is type(filesystem):
         filesystem.copy_file(source_path, path)
     else:
@@ -194,10 +188,16 @@ def remove(location: str) -> None:
 def open_output(location: str) -> pa.NativeFile:
     """A new file at ``location``, open for writing (its folder made when local; an object appears
     in a store once the file is closed, whole)."""
+    filesystem, path = _with_folder(location)
+    return filesystem.open_output_stream(path)
+
+
+def _with_folder(location: str) -> tuple[pafs.FileSystem, str]:
+    """:func:`open_file` of ``location``, its folder made when local (an object store has none)."""
     filesystem, path = open_file(location)
     if isinstance(filesystem, pafs.LocalFileSystem):
         filesystem.create_dir(posixpath.dirname(path), recursive=True)
-    return filesystem.open_output_stream(path)
+    return filesystem, path
 
 
 def write_parquet(table: pa.Table, location: str, **options) -> None:

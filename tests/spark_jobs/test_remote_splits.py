@@ -13,7 +13,7 @@ from hypothesis import given, strategies as st
 
 from binlog_codec import errors
 from fixture_facts import path
-from spark_jobs import image_files
+from spark_jobs import image_files, remote_splits
 from spark_jobs.decode import decode_split
 from spark_jobs.remote_splits import COPIES, HEAD_BYTES, ranges, split_locations
 from spark_jobs.source_files import SourceFile
@@ -57,7 +57,7 @@ def test_a_split_fetched_from_the_object_store_decodes_as_the_local_file_does(bu
     rows = 0
     for split in splits:
         here = decode_split(split, tmp_path / "here")
-        there = decode_split(dataclasses.replace(split, location=uri), tmp_path / "there")
+        there = decode_split(remote_splits.located(split, uri), tmp_path / "there")  # its CRC-32 checked
         assert "error" not in here and "error" not in there
         rows += here["rows"]
         assert {k: v for k, v in there.items() if k != "seconds"} == {k: v for k, v in here.items() if k != "seconds"}
@@ -90,3 +90,20 @@ def test_files_reach_the_tasks_from_an_s3_source_as_they_are_else_as_copies(buck
         assert path == file.path and location == f"{area}/{COPIES}/{SAMPLE.name}"
         filesystem, key = storage.open_file(location)
         assert filesystem.open_input_file(key).read() == SAMPLE.read_bytes()[:5000]  # as far as the run planned
+
+
+def test_an_object_rewritten_since_the_run_was_planned_is_refused_not_decoded(bucket, tmp_path):
+    """The object holds another binlog's bytes under the planned name (a name reused after RESET
+    MASTER, an archive overwritten), as long as the file: the task's CRC-32 of what it fetched
+    differs from the driver's, the split fails naming the file, and it stages nothing."""
+    uri = f"s3://{bucket}/binlogs/{SAMPLE.name}"
+    data = bytearray(SAMPLE.read_bytes())
+    split = list(plan_splits([str(SAMPLE)], target_bytes=256 << 10))[-1]
+    data[split.end - 10] ^= 0xFF  # one byte of the split's last event
+    with storage.open_output(uri) as target:
+        target.write(bytes(data))
+    located = remote_splits.located(split, uri)
+    summary = decode_split(located, tmp_path / "staging")
+    assert summary["error"]["kind"] == errors.ChecksumError.__name__
+    assert summary["error"]["file"] == str(SAMPLE) and "the object was rewritten since" in summary["error"]["message"]
+    assert summary["versions"] == [] and not list((tmp_path / "staging").rglob("*.arrow"))

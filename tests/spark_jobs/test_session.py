@@ -118,3 +118,12 @@ def test_once_the_jvm_is_gone_what_py4j_says_letting_go_of_it_is_not_the_last_wo
     assert logging.getLogger("py4j").level == logging.CRITICAL
     Finalized(ValueError("a finalizer's own bug"))
     assert "a finalizer's own bug" in capsys.readouterr().err
+
+
+def test_no_configuration_turns_speculative_tasks_on(spark):
+    """Tasks write their files under names of their own: a second, speculative attempt of a task
+    would write the same file at once. A session has speculation off, after any configuration given."""
+    from spark_jobs.session import FIXED_CONF
+
+    assert FIXED_CONF == {"spark.speculation": "false"}
+    assert spark.sparkContext.getConf().get("spark.speculation") == "false"
