@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
+import select
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -33,6 +33,8 @@ STDIN = "-"
 STDIN_NAME = "(stdin)"
 # The bytes of an event header up to and including event_size, in every binlog version.
 _SIZE_END = 13
+# How long a wait for standard input may leave a Ctrl-C unanswered.
+_SIGNAL_CHECK_SECONDS = 0.2
 
 
 class BinlogInput(NamedTuple):
@@ -52,13 +54,31 @@ def binlog_input(given: str) -> Iterator[BinlogInput]:
             path = os.path.join(scratch, "stdin")
             log.info("%s: copying standard input to a temporary file", name)
             with open(path, "wb") as target:
-                shutil.copyfileobj(sys.stdin.buffer, target, COPY_BYTES)
+                copy_standard_input(target)
         kind = compression_of(path)
         if kind is not None:
             decompressed = os.path.join(scratch, "decompressed")
             decompress(path, decompressed, name=name, kind=kind)
             path = decompressed
         yield BinlogInput(path, name)
+
+
+def copy_standard_input(target: BinaryIO) -> None:
+    """Copy standard input to ``target``, staying interruptible by Ctrl-C.
+
+    A blocking read entered just after SIGINT arrived (the signal caught, its
+    Python handler not yet run) would wait for input that may never come;
+    waiting in ``select`` with a timeout runs the pending handler within
+    :data:`_SIGNAL_CHECK_SECONDS` instead."""
+    fd = sys.stdin.fileno()
+    while True:
+        ready, _, _ = select.select([fd], [], [], _SIGNAL_CHECK_SECONDS)
+        if not ready:
+            continue
+        chunk = os.read(fd, COPY_BYTES)
+        if not chunk:
+            return
+        target.write(chunk)
 
 
 def display_name(given: str) -> str:

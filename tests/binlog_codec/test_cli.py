@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
-import io
 import json
 import re
 import signal
@@ -429,22 +429,34 @@ def test_start_positions_the_reader_reports_itself(capsys):
     assert "argument --start-position: a byte position is a whole number from 0, not '-1'" in capsys.readouterr().err
 
 
-def test_stdin_is_a_binlog(capsys, monkeypatch):
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(SAMPLES[1].read_bytes())))
+@pytest.fixture
+def stdin(monkeypatch, tmp_path):
+    """``stdin(data)`` makes standard input a real file holding ``data``: the command reads
+    its file descriptor, as it does a pipe's."""
+    with contextlib.ExitStack() as opened:
+        def given(data: bytes) -> None:
+            path = tmp_path / "stdin"
+            path.write_bytes(data)
+            monkeypatch.setattr(sys, "stdin", opened.enter_context(open(path)))
+        yield given
+
+
+def test_stdin_is_a_binlog(capsys, stdin):
+    stdin(SAMPLES[1].read_bytes())
     status, out, err = run(capsys, "events", "--json", "-")
     assert status == 0 and err == ""
     assert {r["file"] for r in map(json.loads, out.splitlines())} == {"(stdin)"}
     assert len(out.splitlines()) == len(run(capsys, "events", "--json", SAMPLES[1])[1].splitlines())
 
 
-def test_stdin_that_is_no_binlog_is_named(capsys, monkeypatch):
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"hello")))
+def test_stdin_that_is_no_binlog_is_named(capsys, stdin):
+    stdin(b"hello")
     status, out, err = run(capsys, "verify", "-")
     assert status == 1 and out == "FAILED (stdin)\n" and err == "binlog-codec: (stdin): at 0: not a binlog file: expected magic fe 62 69 6e, found 68 65 6c 6c\n"
 
 
 @pytest.mark.parametrize("kind", ["gzip", "zstd"])
-def test_compressed_binlogs_are_read(tmp_path, capsys, monkeypatch, kind):
+def test_compressed_binlogs_are_read(tmp_path, capsys, stdin, kind):
     data = SAMPLES[0].read_bytes()
     packed = gzip.compress(data) if kind == "gzip" else zstandard.ZstdCompressor().compress(data)
     named = tmp_path / f"mariadb-bin.000001.{'gz' if kind == 'gzip' else 'zst'}"
@@ -455,7 +467,7 @@ def test_compressed_binlogs_are_read(tmp_path, capsys, monkeypatch, kind):
     for target in (named, unnamed):
         status, out, err = run(capsys, "rows", target)
         assert status == 0 and err == "" and out.replace(str(target), "X") == want
-    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(packed)))
+    stdin(packed)
     status, out, _ = run(capsys, "verify", "-")
     assert status == 0 and out == "OK (stdin): 36 events, 3781 bytes, checksums CRC32 verified\n"
 
