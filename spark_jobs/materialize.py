@@ -147,7 +147,7 @@ schema from their footers); the rows never pass through the JVM:
    (``_binlog_seq``, ``_binlog_file``, ``_binlog_pos``, ``_binlog_inner_offset``
    nulls first, ``_row_index``; the ``current`` rows before them) and folded
    (:func:`fold_table`), its changes written a file per commit date, its latest
-   rows a file. The fold never turns values into Python objects: it tracks, per
+   rows a file, each straight under its final name in the run folder. The fold never turns values into Python objects: it tracks, per
    key and column, *which input value* holds the state (an after-image or
    before-image value of an input row) and builds each output column with one
    ``take``. Only keys and the column lists are read into Python. Under a
@@ -1466,28 +1466,16 @@ def _is_run_file(run_name: str, name: str) -> bool:
     return re.fullmatch(re.escape(run_name) + r"-\d{5,}(?:-c\d{3,})?\.parquet", name) is not None
 
 
-def _publish_files(written: str, folder: str, run_name: str, *, replace: bool) -> list[str]:
-    """Move the files under ``written`` (already named ``<run>-<bucket>.parquet``) into ``folder``,
-    keeping partition folders. ``replace``: ``folder`` is emptied first; otherwise only files an
-    earlier attempt of this run left there are removed. Returns the new files (paths as ``folder``'s)."""
-    filesystem, source = open_file(written)
-    _, target = open_file(folder)
-    if replace:
-        filesystem.delete_dir_contents(target, missing_dir_ok=True)
-    else:
-        old = filesystem.get_file_info(pafs.FileSelector(target, recursive=True, allow_not_found=True))
-        for info in old:
-            if info.type == pafs.FileType.File and _is_run_file(run_name, posixpath.basename(info.path)):
-                filesystem.delete_file(info.path)
-    moved = []
-    for info in filesystem.get_file_info(pafs.FileSelector(source, recursive=True, allow_not_found=True)):
-        if info.type != pafs.FileType.File:
-            continue
-        destination = posixpath.join(target, posixpath.relpath(info.path, source))
-        filesystem.create_dir(posixpath.dirname(destination), recursive=True)
-        filesystem.move(info.path, destination)
-        moved.append(folder.rstrip("/") + "/" + posixpath.relpath(destination, target))
-    return sorted(moved)
+def _clear_outputs(changes: str, current: str, run_name: str) -> None:
+    """Make room for a table's outputs: ``current`` (replaced whole) is emptied, and the files an
+    earlier attempt of this run left in ``changes`` (which other runs' files may share) are removed."""
+    filesystem, target = open_file(current)
+    filesystem.delete_dir_contents(target, missing_dir_ok=True)
+    _, target = open_file(changes)
+    old = filesystem.get_file_info(pafs.FileSelector(target, recursive=True, allow_not_found=True))
+    for info in old:
+        if info.type == pafs.FileType.File and _is_run_file(run_name, posixpath.basename(info.path)):
+            filesystem.delete_file(info.path)
 
 
 def _rows(files: Sequence[str]) -> int:
@@ -1545,14 +1533,17 @@ class _Input:
 
 @dataclass(frozen=True)
 class _Table:
-    """What every task of one table needs: the merged schema, the fold plan, the number of buckets
-    and the scratch folder."""
+    """What every task of one table needs: the merged schema, the fold plan, the number of buckets,
+    the scratch folder of the buckets' parts, and the folders its ``changes`` and ``current`` files
+    are written to, at their final names."""
 
     merged: MergedSchema
     plan: FoldPlan
     buckets: int
     scratch: str
     run_name: str
+    changes: str
+    current: str
     lineage: TableLineage | None = None
 
 
@@ -1765,23 +1756,25 @@ def write_parquet(rows: pa.Table, name: str, keep: np.ndarray | None = None) -> 
                 writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
 
 
-def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[int, int]:
+def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[int, int, list[str]]:
     """Fold one bucket's rows in log order (``current`` rows first) and write its changes (a file per
     commit date, the date a folder ``commit_date=...``, not a column) and its latest rows; returns
-    the number of each."""
+    the number of each, and the files written."""
     rows = _bucket_rows(bucket, inputs, table)
     if not rows.num_rows:
-        return 0, 0
+        return 0, 0, []
     folded = fold_table(_sorted(rows, prior_first=True), table.plan)
     name = f"{table.run_name}-{bucket:05d}.parquet"
     prior = _flags(folded, PRIOR)
     change = ~prior & own_changes(folded, table.lineage)
     days = folded.column(COMMIT_DATE)
     output = folded.drop_columns([COMMIT_DATE, FINAL, PRIOR])
+    written: list[str] = []
     for day in sorted(pc.unique(days.filter(pa.array(change))).to_pylist(), key=lambda each: (each is None, each)):
         chosen = _flags(pc.is_null(days) if day is None else pc.equal(days, pa.scalar(day, days.type))) & change
         folder = f"commit_date={NULL_PARTITION if day is None else day.isoformat()}"
-        write_parquet(output, f"{table.scratch}/changes/{folder}/{name}", keep=chosen)
+        written.append(f"{table.changes}/{folder}/{name}")
+        write_parquet(output, written[-1], keep=chosen)
     final = _flags(folded, FINAL)
     if final.any() and table.lineage is not None:
         final &= kept(output, table.lineage, prior)
@@ -1789,13 +1782,15 @@ def _fold_bucket(bucket: int, inputs: Sequence[_Input], table: _Table) -> tuple[
         latest = _where(output.append_column(PRIOR, pa.array(prior)), final)
         latest = latest if _in_order(_order_keys(latest)) else _sorted(latest)
         write_parquet(in_latest_version(latest.drop_columns([PRIOR]), table.lineage, _flags(latest, PRIOR)),
-                      f"{table.scratch}/current/{name}")
+                      f"{table.current}/{name}")
     elif final.any():
         if _in_order([key[final] for key in _order_keys(output)]):
-            write_parquet(output, f"{table.scratch}/current/{name}", keep=final)
+            write_parquet(output, f"{table.current}/{name}", keep=final)
         else:
-            write_parquet(_sorted(_where(output, final)), f"{table.scratch}/current/{name}")
-    return int(change.sum()), int(final.sum())
+            write_parquet(_sorted(_where(output, final)), f"{table.current}/{name}")
+    if final.any():
+        written.append(f"{table.current}/{name}")
+    return int(change.sum()), int(final.sum()), written
 
 
 def _hashable_row(value: Any) -> Any:
@@ -1946,8 +1941,10 @@ def materialize(
     rows = _rows([source.path for source in inputs])
     scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
     _remove(scratch)  # what an earlier attempt of this run left
+    changes_folder, current_folder = (table_folder(target, area, database, table) for area in ("changes", "current"))
+    _clear_outputs(changes_folder, current_folder, run_name)
     work = _Table(merged, plan, partitions or _bucket_count(spark, rows, rows_per_file, slot_rows), scratch, run_name,
-                  lineage)
+                  changes_folder, current_folder, lineage)
     log.info(
         "%s.%s: %d staged files in %d table versions, %d current files, %d rows in %d buckets; %d columns, key %s%s",
         database, table, sum(not each.prior for each in inputs), len(staged), sum(each.prior for each in inputs), rows, work.buckets,
@@ -1958,13 +1955,14 @@ def materialize(
         per_bucket, key_changes = _bucketed(spark, inputs, work)
         log.info("%s.%s: %d key changes; rows per bucket %s", database, table, key_changes, per_bucket)
     counts = tasks.run(spark, lambda bucket: _fold_bucket(bucket, inputs, work), range(work.buckets))
-    if not sum(latest for _, latest in counts):  # every row deleted: the table keeps its schema
-        write_parquet(latest_schema(merged, lineage).empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
-    changes_files = _publish_files(f"{scratch}/changes", table_folder(target, "changes", database, table), run_name, replace=False)
-    current_files = _publish_files(f"{scratch}/current", table_folder(target, "current", database, table), run_name, replace=True)
     _remove(scratch)
+    written = sorted(name for _, _, names in counts for name in names)
+    current_files = [name for name in written if name.startswith(current_folder + "/")]
+    if not current_files:  # every row deleted: the table keeps its schema
+        current_files = [_empty_current(merged, lineage, current_folder, run_name)]
+    changes_files = [name for name in written if name.startswith(changes_folder + "/")]
     result = MaterializeResult(
-        merged, key, unique, sum(c for c, _ in counts), sum(latest for _, latest in counts), key_changes,
+        merged, key, unique, sum(c for c, _, _ in counts), sum(latest for _, latest, _ in counts), key_changes,
         changes_files, current_files, time.monotonic() - started,
     )
     log.info(
@@ -1979,13 +1977,18 @@ def _cleared(database: str, table: str, prior_groups: list, lineage: TableLineag
     """The result of a run that removed every row of the table and logged none since: an empty
     ``current`` in the latest version's columns (the table's own, or, dropped, its last ones)."""
     merged = merge_for([schema for schema, _ in prior_groups], lineage)
-    folder = table_folder(target, "current", database, table)
-    scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
-    _remove(scratch)
-    write_parquet(latest_schema(merged, lineage).empty_table(), f"{scratch}/current/{run_name}-{0:05d}.parquet")
-    current_files = _publish_files(f"{scratch}/current", folder, run_name, replace=True)
-    _remove(scratch)
+    changes_folder, current_folder = (table_folder(target, area, database, table) for area in ("changes", "current"))
+    _clear_outputs(changes_folder, current_folder, run_name)
+    current_files = [_empty_current(merged, lineage, current_folder, run_name)]
     return MaterializeResult(merged, (), True, 0, 0, None, [], current_files, time.monotonic() - started)
+
+
+def _empty_current(merged: MergedSchema, lineage: TableLineage | None, folder: str, run_name: str) -> str:
+    """A ``current`` file without rows, in the latest version's columns: a table whose every row
+    is deleted keeps its schema. Returns its location."""
+    name = f"{folder}/{run_name}-{0:05d}.parquet"
+    write_parquet(latest_schema(merged, lineage).empty_table(), name)
+    return name
 
 
 def main(argv: Sequence[str] | None = None) -> int:
