@@ -46,7 +46,8 @@ from spark_jobs import image_files, schema_history
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, TRANSACTION_SCHEMA, decode
 from warehouse import catalog, publish, storage
 from spark_jobs.ingest import (
-    FACTS_FOLDER, RUN_FILE, IngestResult, Input, discard_run, primary_keys, publish_run, recover, run_area, work_folder,
+    FACTS_FOLDER, RUN_FILE, IngestResult, Input, discard_run, primary_keys, publish_run, recover, run_area, run_output,
+    work_folder,
 )
 from spark_jobs.materialize import COMMIT_DATE, ORDER, materialize
 from warehouse.lock import locks_warehouse, warehouse_lock
@@ -113,6 +114,7 @@ def prepare_backfill(
     result.inputs, result.started = inputs, started.isoformat()
     work = work_folder(root, result.run_id)
     result.area = area = run_area(spark, root, result.run_id)
+    result.output = out = run_output(root, area, result.run_id)
     discard_run(root, result.run_id)
     log.info("backfill %s: days %s from %d files", result.run_id, ", ".join(map(str, days)), len(inputs))
     decoded = decode(spark, [i.path for i in inputs], f"{area}/staging", target_bytes)
@@ -130,10 +132,10 @@ def prepare_backfill(
             prior = _state_before(spark, root, database, table, key, days[0], work / "prior")
             done = materialize(
                 spark, within, database=database, table=table, key_columns=key, current=prior,
-                target=f"{area}/out", run_name=result.run_id,
+                target=out, scratch=area, run_name=result.run_id,
             )
             result.rows[name] = done.changes_rows
-    storage.remove(f"{area}/out/current")  # a backfill leaves current/ as it is
+    storage.remove(f"{out}/current")  # a backfill leaves current/ as it is
     write_facts(decoded, days, set(result.rows), f"{area}/{FACTS_FOLDER}")
     for scratch in ("staging", "days"):
         storage.remove(f"{area}/{scratch}")

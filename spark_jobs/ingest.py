@@ -55,7 +55,9 @@ import posixpath
 import shutil
 import sys
 import time
+import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -77,7 +79,7 @@ from spark_jobs.streams import (
     ACCEPT_GAP_CHOICE, ACCEPT_NEW_SERIES_CHOICE, StreamPlan, StreamState, default_stream, plan_stream, position_text,
 )
 from warehouse import catalog, publish, refusals, storage
-from warehouse.layout import INFLATED_FOLDER, RUNS_FOLDER
+from warehouse.layout import INFLATED_FOLDER, RUNS_FOLDER, output_folder
 from warehouse.lock import locks_warehouse
 from warehouse.run_records import write_run_record
 
@@ -125,8 +127,8 @@ class IngestResult:
     the planning noticed without stopping, and
     ``skipped_transactions`` how many transactions were already read (by GTID). ``airflow_run`` is
     the Airflow run it belongs to (``dag_id/run_id``, None outside Airflow) and ``seen`` what it saw
-    of the source's newest event (:func:`source_seen`). ``area`` is where the run keeps its staging and
-    output until it is published (:func:`run_area`).
+    of the source's newest event (:func:`source_seen`). ``area`` is where the run keeps its staging
+    (:func:`run_area`), ``output`` where it writes its files (:func:`run_output`).
     """
 
     run_id: str
@@ -152,6 +154,7 @@ class IngestResult:
     airflow_run: str | None = None
     seen: dict | None = None
     area: str = ""
+    output: str = ""
 
     def to_json(self) -> dict:
         """JSON-serialisable; :meth:`from_json` reads it back."""
@@ -307,9 +310,10 @@ def merge_table_schemas(earlier: list[dict], new: list[dict]) -> list[dict]:
     ))
 
 
-def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root: Path, out: str, run_id: str,
-                        retype: frozenset[str] = frozenset()) -> tuple[dict[str, int], list[str]]:
-    """Every table of the run materialized into ``out``; changes per table. Tables are submitted
+def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root: Path, out: str, area: str,
+                        run_id: str, retype: frozenset[str] = frozenset()) -> tuple[dict[str, int], list[str]]:
+    """Every table of the run materialized into ``out`` (scratch files in the run's ``area``);
+    changes per table. Tables are submitted
     from several driver threads at once (up to twice the Spark slots), the largest first, so that
     Spark runs one table's tasks in the slots another table's driver-side steps or last tasks
     leave idle, and the longest table is not the last to start. A table is cut into buckets (fold
@@ -342,7 +346,7 @@ def _materialize_tables(spark, decoded: DecodeResult, schemas: RunSchemas, root:
         done = materialize(
             spark, images, database=database, table=table,
             key_columns=next((keys[database, name] for name in names if (database, name) in keys), None),
-            current=current, target=out, run_name=run_id, slot_rows=slot_rows, lineage=lineage,
+            current=current, target=out, scratch=area, run_name=run_id, slot_rows=slot_rows, lineage=lineage,
             inherited=inherited,
         )
         log.info("%s.%s: %d changes, %d current rows", database, table, done.changes_rows, done.current_rows)
@@ -401,6 +405,38 @@ def run_area(spark, warehouse: str | os.PathLike[str], run_id: str) -> str:
 def area_of(warehouse: str | os.PathLike[str], result: IngestResult) -> str:
     """The area the prepared run ``result`` was given (:func:`run_area`)."""
     return result.area or str(work_folder(warehouse, result.run_id))
+
+
+def run_output(warehouse: str | os.PathLike[str], area: str, run_id: str) -> str:
+    """Where a run writes the files it publishes, laid out like the warehouse: in an object store,
+    an output folder of its own in the warehouse's storage (:func:`warehouse.layout.output_folder`,
+    new for each attempt), where Spark's tasks write each file once and the commit registers it;
+    in a local warehouse, ``out/`` in its ``area``, renamed into place by the commit."""
+    files = storage.of(warehouse)
+    if files.is_local:
+        return f"{area}/out"
+    return files.location(output_folder(run_id, uuid.uuid4().hex[:12]))
+
+
+def output_of(warehouse: str | os.PathLike[str], result: IngestResult) -> str:
+    """Where the prepared run ``result`` wrote its files (:func:`run_output`)."""
+    return result.output or f"{area_of(warehouse, result)}/out"
+
+
+@contextmanager
+def _discarded_on_error(warehouse: str | os.PathLike[str], result: IngestResult):
+    """Remove the files of ``result`` written so far if the block fails (:func:`discard_output`)."""
+    try:
+        yield
+    except BaseException:
+        discard_output(warehouse, result)
+        raise
+
+
+def discard_output(warehouse: str | os.PathLike[str], result: IngestResult) -> None:
+    """Remove the files of the prepared run ``result``, which is not published and never will be."""
+    if storage.is_object_store(output_of(warehouse, result)):
+        storage.remove(output_of(warehouse, result))
 
 
 def discard_run(warehouse: str | os.PathLike[str], run_id: str) -> None:
@@ -465,12 +501,13 @@ def prepare(
     result.notices += schema_history.warn_not_understood(_staged_rows(decoded.schema_changes))
     result.bytes = decoded.bytes
     result.ends = {read.file.name: read.resume for read in plan.reads}
-    with attempt.step("materialize"):
+    result.output = out = run_output(root, area, result.run_id)
+    with attempt.step("materialize"), _discarded_on_error(root, result):
         schemas = run_schemas(decoded, root)
-        result.rows, retyped = _materialize_tables(spark, decoded, schemas, root, f"{area}/out", result.run_id,
+        result.rows, retyped = _materialize_tables(spark, decoded, schemas, root, out, area, result.run_id,
                                                    type_changes_accepted(accept))
         result.accepted += retyped
-        _copy_metadata(decoded, schemas, f"{area}/out", result.run_id)
+        _copy_metadata(decoded, schemas, out, result.run_id)
     storage.remove(f"{area}/staging")
     storage.remove(f"{area}/{remote_splits.COPIES}")
     result.checkpoint = {**checkpoint, stream: plan.state.to_json()}
@@ -555,7 +592,8 @@ def validate_run(spark, warehouse: str, run_id: str) -> dict:
     attempt = _attempt_of(Path(warehouse).resolve(), result)
     with attempt.step("validate"):
         facts = f"{area}/{FACTS_FOLDER}" if result.kind == "backfill" else None  # a backfill publishes no metadata
-        outcome = validate(spark, f"{area}/out", Path(warehouse).resolve(), run_id, facts=facts).to_json()
+        outcome = validate(spark, output_of(warehouse, result), Path(warehouse).resolve(), run_id,
+                           facts=facts).to_json()
     result.quality = outcome
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
     if not outcome["success"]:
@@ -613,7 +651,7 @@ def _commit_run(root: Path, result: IngestResult) -> None:
     run_id = result.run_id
     if result.quality is not None and not result.quality["success"]:
         raise QualityFailed(run_id, result.quality)
-    out = f"{area_of(root, result)}/out"
+    out = output_of(root, result)
     write_run_record(out, result)
     if result.kind == "backfill":  # its day partitions replace the old ones; the checkpoint stays
         publish.commit(root, out, run_id, replaced=(publish.DAY_PARTITIONS,))
@@ -621,6 +659,7 @@ def _commit_run(root: Path, result: IngestResult) -> None:
         stream = result.stream or result.source
         committed = publish.read_checkpoint(root)
         if committed.get(stream) != result.start_position:
+            discard_output(root, result)
             discard_run(root, run_id)
             raise StaleRun(
                 f"run {run_id} was planned from stream {stream} at {position_text(result.start_position)}, but its "

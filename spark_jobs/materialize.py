@@ -1885,6 +1885,7 @@ def materialize(
     current: Sequence[str],
     target: str,
     run_name: str,
+    scratch: str | None = None,
     partitions: int | None = None,
     rows_per_file: int = ROWS_PER_FILE,
     slot_rows: int | None = None,
@@ -1898,7 +1899,8 @@ def materialize(
     None/empty for a table without one; ``current``: the files of the table's
     ``current`` (:func:`warehouse.catalog.data_files`; none for a new table); ``target``: the run folder
     (laid out like the warehouse); ``run_name``: the stem of the output files'
-    names, derived by the caller from the run's input. ``partitions``: buckets
+    names, derived by the caller from the run's input; ``scratch``: where the buckets' parts are
+    written meanwhile, a location every task reaches (default: ``target``). ``partitions``: buckets
     (fold tasks); default: about ``rows_per_file`` rows each, and for a large
     table one per ``slot_rows`` rows, the share of one Spark slot in a run that
     folds several tables side by side (None: this table alone, a bucket per slot).
@@ -1939,7 +1941,7 @@ def materialize(
     inputs = [_Input(name, version, version >= len(staged), windows.get(name))
               for version, (_, files) in enumerate(staged + prior_groups) for name in files]
     rows = _rows([source.path for source in inputs])
-    scratch = f"{target.rstrip('/')}/_materialize-{run_name}-{database}.{table}"
+    scratch = f"{(scratch or target).rstrip('/')}/_materialize-{run_name}-{database}.{table}"
     _remove(scratch)  # what an earlier attempt of this run left
     changes_folder, current_folder = (table_folder(target, area, database, table) for area in ("changes", "current"))
     _clear_outputs(changes_folder, current_folder, run_name)

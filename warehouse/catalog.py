@@ -60,7 +60,7 @@ import pyarrow.parquet as pq
 
 from spark_jobs import imports
 from warehouse import storage
-from warehouse.layout import name_of, path_part
+from warehouse.layout import layout_path, name_of, path_part
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +171,9 @@ def changes_table(database: str, table: str) -> tuple[str, str]:
 def table_of(relative: str) -> tuple[tuple[str, str], str] | None:
     """The table a warehouse file (its path relative to the warehouse) belongs to, and the
     folder of the table's files that a commit replaces whole (``""``: it appends); None for a
-    file of no table (the checkpoint)."""
-    parts = relative.split("/")
+    file of no table (the checkpoint). A file of a run's output folder belongs where its layout
+    path (:func:`warehouse.layout.layout_path`) puts it, and so does the folder returned."""
+    parts = layout_path(relative).split("/")
     if not relative.endswith(".parquet"):
         return None
     if parts[0] == "current" and len(parts) == 4:
@@ -205,8 +206,8 @@ class TableCommit:
 
 def plan_tables(files: list[str], replaced_folders: list[str] = ()) -> list[TableCommit]:
     """The table commits that publish ``files`` (relative to the warehouse), in table order.
-    ``replaced_folders``: folders replaced whole besides each table's own rule (:func:`table_of`),
-    e.g. the days a backfill rebuilds."""
+    ``replaced_folders``: folders (of the layout, :func:`warehouse.layout.layout_path`) replaced
+    whole besides each table's own rule (:func:`table_of`), e.g. the days a backfill rebuilds."""
     commits: dict[tuple[str, str], TableCommit] = {}
     for relative in sorted(files):
         found = table_of(relative)
@@ -215,7 +216,7 @@ def plan_tables(files: list[str], replaced_folders: list[str] = ()) -> list[Tabl
         table, replaced = found
         commit = commits.setdefault(table, TableCommit(table, whole=bool(replaced)))
         commit.files.append(relative)
-        scopes = [replaced] if replaced else [f for f in replaced_folders if relative.startswith(f + "/")]
+        scopes = [replaced] if replaced else [f for f in replaced_folders if layout_path(relative).startswith(f + "/")]
         commit.replaced += [scope for scope in scopes if scope not in commit.replaced]
     return [commits[table] for table in sorted(commits)]
 
@@ -466,6 +467,18 @@ def _known_tables(warehouse: Path, namespaces: set[str]) -> set[tuple[str, str]]
     return known
 
 
+def in_folders(warehouse: Path, folders: list[str]):
+    """A test of a file's location: is it, by its layout path (:func:`warehouse.layout.layout_path`),
+    in one of ``folders`` (relative to the warehouse)? So a file a run left in its output folder is
+    in the folder of its table, as one moved there is."""
+    files, scopes = storage.of(warehouse), tuple(folder + "/" for folder in folders)
+
+    def test(location: str) -> bool:
+        relative = files.relative(location)
+        return bool(scopes) and relative is not None and layout_path(relative).startswith(scopes)
+    return test
+
+
 def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[str, str]) -> int:
     """One snapshot of ``commit``'s table (see :func:`sync`); the number of files added. A new
     table is created by the same catalog commit as its first snapshot: no reader sees it empty."""
@@ -476,8 +489,8 @@ def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[s
     files = [place(relative) for relative in commit.files]
     table = _load(catalog, commit.table)
     referenced = {} if table is None else _referenced(table)
-    scopes = [place(folder) + "/" for folder in commit.replaced]
-    removed = [data for path, data in referenced.items() if path not in files and path.startswith(tuple(scopes))]
+    replaced = in_folders(warehouse, commit.replaced)
+    removed = [data for path, data in referenced.items() if path not in files and replaced(path)]
     added = [path for path in files if path not in referenced]
     if not added and not removed:
         return 0
@@ -644,8 +657,8 @@ def check_type_changes(warehouse: Path, commits: list[TableCommit], sources: dic
                 continue
             target = _unified([_read_schema(sources.get(relative, place(relative))) for relative in commit.files])
             retyped = _retyped(table.schema(), target)
-            scopes = tuple(place(folder) + "/" for folder in commit.replaced)
-            kept = [path for path in _referenced(table) if not (scopes and path.startswith(scopes))] if retyped else []
+            replaced = in_folders(warehouse, commit.replaced)
+            kept = [path for path in _referenced(table) if not replaced(path)] if retyped else []
             for location in kept:
                 _check_conform(commit.table, location, retyped & set(_read_schema(location).names), target)
 

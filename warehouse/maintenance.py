@@ -13,7 +13,8 @@ commit lands while they look:
    than the retention go, except the newest ``keep_last``, the current one and
    any a branch or tag points at. Time travel reaches the kept ones only.
 2. :func:`remove_orphan_files` — the Parquet files under ``changes/``,
-   ``current/`` and ``metadata/`` that no snapshot of any table names (nor a
+   ``current/`` and ``metadata/``, at the root or in a run's output folder
+   (``data/<output>/``, :mod:`warehouse.layout`), that no snapshot of any table names (nor a
    pending commit's journal, ``_journal/*.json``), older than an age (by
    modification time, a day by default: a commit in flight is never touched),
    and, in each table's Iceberg metadata folder (``_iceberg/<ns>/<table>/metadata/``),
@@ -26,8 +27,10 @@ commit lands while they look:
 3. :func:`remove_abandoned_runs` — the work areas of runs that were never
    published (a run that failed, or was prepared and then left): each
    ``_runs/<run id>/`` of the storage and of the state folder whose newest file is
-   older than the same age, unless a pending commit's journal names the run. A
-   run that failed is prepared afresh by the next one, under a run id of its own.
+   older than the same age, unless a pending commit's journal names the run; and
+   in an object store, each output folder ``data/<run id>.<attempt>/`` of which no
+   snapshot nor pending journal names a file (an attempt that failed). A run that
+   failed is prepared afresh by the next one, in an output folder of its own.
 4. :func:`prune_staged` — the staged binlog files whose every transaction is
    committed (see there).
 
@@ -54,7 +57,7 @@ from typing import Iterator
 from spark_jobs.positions import binlog_name_of, log_order
 from warehouse import storage
 from warehouse.catalog import FOLDER, local_path, open_catalog
-from warehouse.layout import INFLATED_FOLDER, RUNS_FOLDER, name_of
+from warehouse.layout import DATA_FOLDER, INFLATED_FOLDER, RUNS_FOLDER, is_output_folder, layout_path, name_of
 from warehouse.lock import warehouse_lock
 from warehouse.publish import JOURNAL, read_checkpoint
 
@@ -80,6 +83,11 @@ class Removed:
         self.files += 1
         self.bytes += file.size
         self.paths.append(file.location)
+
+    def merge(self, other: "Removed") -> None:
+        self.files += other.files
+        self.bytes += other.bytes
+        self.paths += other.paths
 
     def summary(self) -> dict:
         """The counts, small enough to hand between tasks."""
@@ -142,7 +150,7 @@ def remove_orphan_files(warehouse: Path, older_than: timedelta = ORPHAN_AGE,
         protected = journal_paths(warehouse)
         owners, referenced, removed = {}, set(), {}
         for name, table in tables(open_catalog(warehouse)):
-            named = {local_path(uri) for uri in table.inspect.all_files()["file_path"].to_pylist()}
+            named = _named(table)
             referenced |= named
             owners.update({folder: name for folder in (table_folder(files, f) for f in named) if folder})
             removed[name] = _orphan_metadata(files, name, table, cutoff, dry_run)
@@ -155,12 +163,20 @@ def remove_orphan_files(warehouse: Path, older_than: timedelta = ORPHAN_AGE,
     return removed
 
 
+def _named(table) -> set[str]:
+    """The data files any snapshot of ``table`` names."""
+    return {local_path(uri) for uri in table.inspect.all_files()["file_path"].to_pylist()}
+
+
 def journal_paths(warehouse: Path) -> set[str]:
-    """The locations the pending commits' journals name, as move sources and as targets."""
+    """The locations the pending commits' journals name: move sources and targets, and the files
+    their table commits register (a run's output folder is registered where it is)."""
     paths, files = set(), storage.of(warehouse)
     for journal in (warehouse / JOURNAL).glob("*.json"):
-        for move in json.loads(journal.read_text(encoding="utf-8"))["moves"]:
+        entry = json.loads(journal.read_text(encoding="utf-8"))
+        for move in entry["moves"]:
             paths |= {move["source"], files.location(move["target"])}
+        paths |= {files.location(relative) for table in entry["tables"] for relative in table["files"]}
     return paths
 
 
@@ -170,7 +186,7 @@ def table_folder(files: storage.Storage, location: str) -> str | None:
     relative = files.relative(location)
     if relative is None:
         return None
-    parts = relative.split("/")
+    parts = layout_path(relative).split("/")
     depth = TABLE_DEPTH.get(parts[0])
     return "/".join(parts[:depth]) if depth and len(parts) > depth else None
 
@@ -180,7 +196,7 @@ def _orphan_data(files: storage.Storage, owners: dict[str, str], kept: set[str],
     """The Parquet files of the tables' folders that ``kept`` lacks, modified before ``cutoff``;
     files of folders no table has files in are logged and left."""
     unknown = set()
-    for area in TABLE_DEPTH:
+    for area in [*TABLE_DEPTH, DATA_FOLDER]:
         for file in files.files(area):
             folder = table_folder(files, file.location)
             if (folder is None or not file.location.endswith(".parquet") or file.location in kept
@@ -267,6 +283,35 @@ def remove_abandoned_runs(warehouse: Path, older_than: timedelta = ORPHAN_AGE, d
             if not dry_run:
                 storage.remove(files.location(f"{RUNS_FOLDER}/{run_id}"))
                 shutil.rmtree(warehouse / RUNS_FOLDER / run_id, ignore_errors=True)
+        removed.merge(_remove_unnamed_outputs(warehouse, files, cutoff, dry_run))
+    return removed
+
+
+def _remove_unnamed_outputs(warehouse: Path, files: storage.Storage, cutoff: float, dry_run: bool) -> Removed:
+    """Remove the output folders (``data/<output>/``) of which no snapshot of any table names a
+    file, nor a pending commit's journal, whose newest file is older than ``cutoff``: a run's
+    attempt that failed or was left before its commit (or one every file of which later runs
+    replaced and expired)."""
+    removed = Removed()
+    outputs: dict[str, list[storage.StoredFile]] = {}
+    for file in files.files(DATA_FOLDER):
+        folder = "/".join(files.relative(file.location).split("/")[:2])
+        outputs.setdefault(folder, []).append(file)
+    if not outputs:
+        return removed
+    named = journal_paths(warehouse)
+    for _, table in tables(open_catalog(warehouse)):
+        named |= _named(table)
+    for folder, output_files in sorted(outputs.items()):
+        if not is_output_folder(folder) or max(file.mtime for file in output_files) >= cutoff:
+            continue
+        if any(file.location in named for file in output_files):
+            continue
+        log.info("%s: no table names its files; %s", folder, "to remove" if dry_run else "removed")
+        for file in output_files:
+            removed.add(file)
+        if not dry_run:
+            storage.remove(files.location(folder))
     return removed
 
 

@@ -2,11 +2,13 @@
 
 A run writes everything it produces under a run folder that mirrors the
 warehouse layout (``changes/``, ``current/``, ``metadata/``), every file at a
-name unique to the run: ``out/`` in the run's area (a folder of the machine
-that runs the job, or, for a cluster writing an ``s3://`` warehouse, a prefix
-of the object store that Spark's tasks on any node write to). Nothing there is
-visible to readers. :func:`commit` then makes it
-visible in three steps:
+name unique to the run. Into an object store, that folder is the run's output
+folder in the warehouse's storage, ``data/<run id>.<attempt>/``
+(:func:`warehouse.layout.output_folder`): Spark's tasks write each file once,
+where it stays, and the commit registers it there. Into a local warehouse, it
+is ``out/`` in the run's work folder, and the commit renames each file into
+place. Nothing there is visible to readers until the commit: the catalog names
+no file of the run before. :func:`commit` then makes it visible in three steps:
 
 1. **Journal.** The type changes the tables would take are tried
    (:func:`warehouse.catalog.check_type_changes`), then the moves and the table
@@ -14,12 +16,9 @@ visible in three steps:
    ``_journal/<run id>.json`` in the state folder (a temporary file renamed into
    place: the rename is the commit point).
    A run that dies before it leaves the warehouse exactly as it was.
-2. **Apply.** The files move into the warehouse's storage, eight at a time,
-   beside the files of earlier runs (renamed in a local warehouse, uploaded to
-   an object store, or copied by the store itself from a run area in it,
-   :meth:`warehouse.storage.Storage.put`; a repeated
-   run's files take the place of identical ones); the
-   catalog gives every table the run touches one snapshot
+2. **Apply.** In a local warehouse, the files move into place, eight at a
+   time, beside the files of earlier runs (:meth:`warehouse.storage.Storage.put`;
+   a repeated run's files take the place of identical ones); the catalog gives every table the run touches one snapshot
    (:func:`warehouse.catalog.sync`): ``changes`` and the appended metadata
    tables get the run's files, a ``current`` table and ``table_schemas`` are
    replaced by them (as are a backfill's days of ``changes``), each snapshot
@@ -49,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from warehouse import catalog, storage
+from warehouse.layout import is_output_folder, layout_path
 
 log = logging.getLogger(__name__)
 
@@ -97,16 +97,23 @@ class Plan:
         return cls(moves, [catalog.TableCommit.from_json(t) for t in entry["tables"]], checkpoint)
 
 
-def plan(run_folder: str, replaced: tuple[str, ...] = (), checkpoint: dict | None = None) -> Plan:
-    """The commit of the run folder at the location ``run_folder``: every file moved to the same
-    place in the warehouse, the table commits that register them
-    (:func:`warehouse.catalog.plan_tables`), then ``checkpoint``; ``replaced``: patterns of folders
-    whose tables' files the run's replace (a backfill's days)."""
+def plan(warehouse: Path, run_folder: str, replaced: tuple[str, ...] = (), checkpoint: dict | None = None) -> Plan:
+    """The commit of the run folder at the location ``run_folder`` into ``warehouse``: every file
+    moved to the same place in the warehouse, or, a run's output folder in the warehouse's storage
+    (:func:`warehouse.layout.output_folder`), left where it is; the table commits that register the
+    files (:func:`warehouse.catalog.plan_tables`), then ``checkpoint``. ``replaced``: patterns of
+    folders whose tables' files the run's replace (a backfill's days)."""
     base = str(run_folder).rstrip("/")
+    in_place = storage.of(warehouse).relative(base)
+    in_place = in_place if in_place is not None and is_output_folder(in_place) else None
     moves = [Move(location, location[len(base) + 1:]) for location in storage.files_under(base)]
-    folders = sorted({folder for move in moves for pattern in replaced
-                      for folder in _folders_matching(move.target, pattern)})
-    return Plan(moves, catalog.plan_tables([m.target for m in moves], folders), checkpoint)
+    if in_place is not None:
+        targets, moves = [f"{in_place}/{move.target}" for move in moves], []
+    else:
+        targets = [move.target for move in moves]
+    folders = sorted({folder for target in targets for pattern in replaced
+                      for folder in _folders_matching(layout_path(target), pattern)})
+    return Plan(moves, catalog.plan_tables(targets, folders), checkpoint)
 
 
 def _folders_matching(target: str, pattern: str) -> list[str]:
@@ -134,7 +141,7 @@ def commit(warehouse: Path, run_folder: str | os.PathLike[str], run_id: str, rep
     warehouse = Path(warehouse)
     recover(warehouse)
     _check_checkpoint(warehouse)
-    planned = plan(str(run_folder), replaced, checkpoint)
+    planned = plan(warehouse, str(run_folder), replaced, checkpoint)
     catalog.check_type_changes(warehouse, planned.tables, {move.target: move.source for move in planned.moves})
     journal = warehouse / JOURNAL / f"{run_id}.json"
     write_atomically(journal, json.dumps(planned.to_json(), indent=1))

@@ -18,6 +18,7 @@ warehouse in ``s3://`` on the private S3 server.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -180,8 +181,13 @@ def test_a_warehouse_in_s3_bootstrapped_then_ingested_equals_select(spark, maria
         ingest(str(scenario["source"]), uri, spark=spark, source_key=SOURCE_KEY, validation=False)
         root = storage.state_folder(uri)
         assert publish.read_checkpoint(root) == publish.read_checkpoint(warehouse["root"])  # the local one's
-        assert all(path.startswith(f"{uri}/current/") for table in EVOLVED_TABLES
-                   for path in catalog.data_files(root, catalog.current_table(DATABASE, table.name)))
+        current = [path for table in EVOLVED_TABLES
+                   for path in catalog.data_files(root, catalog.current_table(DATABASE, table.name))]
+        homes = {path: re.fullmatch(rf"{uri}/(data/[^/]+\.[0-9a-f]+/)?current/{DATABASE}/[^/]+/[^/]+\.parquet", path)
+                 for path in current}
+        assert all(homes.values())
+        # the image's tables uploaded from the work folder; those the ingest changed, where its tasks wrote them
+        assert {found.group(1) is None for found in homes.values()} == {True, False}
         assert_current_equals_server(mariadb, root, DATABASE, EVOLVED_TABLES, _astral_as_question_mark)
 
 

@@ -37,6 +37,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -46,7 +47,8 @@ from binlog_codec.transactions import scan_transactions
 from mariadb import REPO_ROOT
 from spark_jobs.ingest import RUNS_FOLDER
 from spark_jobs.streams import position_of
-from warehouse import catalog, publish, storage
+from warehouse import catalog, maintenance, publish, storage
+from warehouse.layout import DATA_FOLDER
 
 SAMPLES = sorted((REPO_ROOT / "samples").glob("mariadb-bin.0*"))
 KILLS = int(os.environ.get("BINLAKE_FAULTS", "3"))
@@ -172,10 +174,11 @@ def positions(warehouse: Path) -> dict:
     return {stream: position_of(entry) for stream, entry in publish.read_checkpoint(warehouse).items()}
 
 
-def folder_rows(warehouse: Path, name: str) -> list[dict]:
-    """Every row of the files under ``metadata/<name>/`` of the warehouse's storage, whatever the catalog says."""
-    files = storage.of(warehouse)
-    return [row for file in files.files(f"metadata/{name}") for row in storage.read_parquet(file.location).to_pylist()]
+def metadata_rows(warehouse: Path, name: str) -> list[dict]:
+    """Every row of the metadata table ``_binlake.<name>``, read through the catalog, but the
+    ordinal of the run that read it (``_run``: the runs of a killed sequence are not the clean one's)."""
+    rows = catalog.open_catalog(warehouse).load_table(catalog.identifier(name)).scan().to_arrow()
+    return rows.drop_columns([column for column in ("_run",) if column in rows.column_names]).to_pylist()
 
 
 @pytest.fixture(params=["folder", "s3"])
@@ -223,10 +226,17 @@ def test_runs_killed_at_random_moments_publish_every_row_exactly_once(tmp_path, 
     assert publish.read_checkpoint(faulted)[str(source.resolve())]["position"] == SAMPLES[-1].stat().st_size
     assert not (faulted / RUNS_FOLDER).exists() and not (faulted / publish.JOURNAL).exists()
     assert sum(tally.killed.values()) + tally.finished_first == KILLS
-    # the catalog's tables hold every committed row once, as the folders do
+    # the metadata tables hold every committed row once, as the clean runs' do
     for name in ("transactions", "schema_changes"):
-        through_catalog = catalog.open_catalog(faulted).load_table(catalog.identifier(name)).scan().to_arrow()
-        assert as_multiset(through_catalog.to_pylist()) == as_multiset(folder_rows(faulted, name))
+        assert as_multiset(metadata_rows(faulted, name)) == as_multiset(metadata_rows(clean, name))
+    # what the killed runs left (their output folders in an object store) goes with maintenance, and no row with it
+    published = {area: {t: as_multiset(r) for t, r in rows(faulted, area).items()} for area in ("changes", "current")}
+    maintenance.remove_orphan_files(faulted, timedelta(0))
+    maintenance.remove_abandoned_runs(faulted, timedelta(0))
+    assert {area: {t: as_multiset(r) for t, r in rows(faulted, area).items()} for area in published} == published
+    named = {catalog.local_path(uri) for _, table in maintenance.tables(catalog.open_catalog(faulted))
+             for uri in table.inspect.all_files()["file_path"].to_pylist()}  # any snapshot's
+    assert {file.location for file in storage.of(faulted).files(DATA_FOLDER)} <= named
 
 
 

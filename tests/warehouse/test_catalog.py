@@ -296,6 +296,29 @@ def test_a_type_change_earlier_rows_cannot_take_is_refused_before_the_commit_sta
     assert sorted(row["c"] for row in catalog_rows(tmp_path, ("d", "u__changes"))) == [3, 7]
 
 
+def test_a_run_written_in_its_output_folder_is_registered_where_it_is(tmp_path):
+    """Into an object store, a run writes its files once, in ``data/<run id>.<attempt>/``, and the
+    commit names them there: nothing moves, and a table replaced whole (``current``) or by days
+    (a backfill's ``changes``) drops its files wherever they are, at the root or in an output folder."""
+    day = pa.table({"id": pa.array([1], pa.int32())})
+    commit_files(tmp_path, "r1", {"current/d/t/r1-0.parquet": day, "changes/d/t/commit_date=1/r1-0.parquet": day})
+    for run, replaced in (("r2", ()), ("r3", ()), ("r4", (publish.DAY_PARTITIONS,))):
+        folder = tmp_path / "data" / f"{run}.a1"
+        rows = pa.table({"id": pa.array([int(run[1])], pa.int32())})
+        for relative in (f"current/d/t/{run}-0.parquet", f"changes/d/t/commit_date=1/{run}-0.parquet"):
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(rows, folder / relative)
+        written = sorted(path for path in folder.rglob("*") if path.is_file())
+        assert publish.commit(tmp_path, folder, run, replaced=replaced) == 0  # no move
+        assert sorted(path for path in folder.rglob("*") if path.is_file()) == written
+    assert catalog.data_files(tmp_path, ("d", "t")) == [str(tmp_path / "data/r4.a1/current/d/t/r4-0.parquet")]
+    assert catalog_rows(tmp_path, ("d", "t")) == [{"id": 4}]
+    assert catalog_rows(tmp_path, ("d", "t__changes")) == [{"id": 4}]  # the backfill replaced day 1 whole
+    history = catalog.open_catalog(tmp_path).load_table(("d", "t__changes"))
+    assert sorted(row["id"] for row in history.scan(snapshot_id=history.snapshots()[2].snapshot_id)
+                  .to_arrow().to_pylist()) == [1, 2, 3]
+
+
 def _run_folder(warehouse: Path, run_id: str, relative: str, rows: pa.Table) -> Path:
     folder = warehouse / "_runs" / run_id / "out"
     (folder / relative).parent.mkdir(parents=True)

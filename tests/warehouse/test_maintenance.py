@@ -301,3 +301,28 @@ def test_the_work_areas_of_runs_never_published_go_once_old_and_nothing_else(war
     assert not (warehouse / "_runs/old").exists()
     assert all((warehouse / p).exists() for name in ("young", "pending", "inflated") for p in planted[name])
     assert maintenance.remove_abandoned_runs(warehouse).files == 0
+
+
+def test_output_folders_no_snapshot_names_go_once_old_and_named_ones_stay(warehouse):
+    """Run outputs registered where they were written (``data/<run>.<attempt>/``): a file of one no
+    snapshot names goes with the orphans; a folder none of whose files a snapshot or a pending
+    journal names goes with the abandoned runs, and one of a table the catalog never had too."""
+    published = write(warehouse, "data/r4.aa/changes/db/t/commit_date=2026-01-03/r4-0.parquet", [4])
+    superseded = write(warehouse, "data/r4.aa/current/db/t/r4-0.parquet", [9])
+    table(warehouse, ("db", "t__changes")).add_files([f"file://{published}"])
+    failed = [write(warehouse, "data/r5.bb/current/db/t/r5-0.parquet", [5]),
+              write(warehouse, "data/r5.bb/current/db/new/r5-0.parquet", [5])]
+    pending = write(warehouse, "data/r6.cc/current/db/t/r6-0.parquet", [6])
+    (warehouse / "_journal").mkdir()
+    (warehouse / "_journal" / "r6.json").write_text(json.dumps(
+        {"moves": [], "tables": [{"table": ["db", "t"], "files": ["data/r6.cc/current/db/t/r6-0.parquet"],
+                                  "replaced": ["current/db/t"], "whole": True}]}))
+    age(warehouse / "data", 2 * DAY)
+
+    orphans = maintenance.remove_orphan_files(warehouse, timedelta(days=1))
+    assert orphans["db.t"].paths == [superseded, failed[0]]  # db/new: no table of the catalog, left
+    abandoned = maintenance.remove_abandoned_runs(warehouse, timedelta(days=1))
+    assert abandoned.paths == [failed[1]] and not (warehouse / "data/r5.bb").exists()
+    assert Path(published).exists() and Path(pending).exists()
+    assert ids(table(warehouse, ("db", "t__changes"))) == [1, 2, 3, 4]
+    assert maintenance.remove_abandoned_runs(warehouse, timedelta(days=1)).files == 0

@@ -104,7 +104,7 @@ def test_a_backfill_replaces_its_days_of_changes(tmp_path, warehouse, syncs):
 
 
 def test_the_journal_holds_the_checkpoint_and_every_move_of_the_run(tmp_path):
-    planned = publish.plan(str(make_run(tmp_path, "r2", "rows")), checkpoint=at(2000))
+    planned = publish.plan(tmp_path / "warehouse", str(make_run(tmp_path, "r2", "rows")), checkpoint=at(2000))
     assert publish.Plan.from_json(json.loads(json.dumps(planned.to_json()))) == planned
     assert planned.checkpoint == at(2000) and len(planned.moves) == 4
     assert all(Path(move.source).is_file() and move.source.endswith(move.target) for move in planned.moves)
