@@ -11,7 +11,11 @@ interval) and reprocesses the binlogs whose transactions committed in it:
 3. **Previous state.** For each table, the state of every key when the first day
    starts is read from the warehouse's own ``changes/`` before that day: the
    latest change of each key, unless it deleted the key or moved it to another
-   key (an update of the primary key).
+   key (an update of the primary key). Spark computes it, and its tasks write
+   it into the run's area, from which the fold's tasks read it: on a cluster
+   writing an ``s3://`` warehouse, that area is in the object store, and the
+   tasks read the binlogs from there too (:mod:`spark_jobs.remote_splits`), so
+   the nodes need not share a folder with the driver.
 4. **Fold.** The row images committed on those days are folded onto that state
    (:func:`spark_jobs.materialize.materialize`), giving the days' full
    after-images again.
@@ -29,27 +33,31 @@ as they were. A backfill of an interval in which nothing committed does nothing.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import posixpath
-import shutil
 import time
 from datetime import date, datetime, time as clock, timedelta, timezone
 from pathlib import Path
+from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from binlog_codec.arrow import TABLE_SCHEMA
-from spark_jobs import image_files, schema_history
+from spark_jobs import image_files, remote_splits, schema_history
 from spark_jobs.decode import DEFAULT_TARGET_BYTES, TRANSACTION_SCHEMA, decode
-from warehouse import catalog, publish, storage
 from spark_jobs.ingest import (
     FACTS_FOLDER, RUN_FILE, IngestResult, Input, discard_run, primary_keys, publish_run, recover, run_area, run_output,
     work_folder,
 )
 from spark_jobs.materialize import COMMIT_DATE, ORDER, materialize
+from spark_jobs.source_files import SourceFile
+from warehouse import catalog, publish, storage
+from warehouse.layout import path_part
 from warehouse.lock import locks_warehouse, warehouse_lock
 
 log = logging.getLogger(__name__)
@@ -117,7 +125,8 @@ def prepare_backfill(
     result.output = out = run_output(root, area, result.run_id)
     discard_run(root, result.run_id)
     log.info("backfill %s: days %s from %d files", result.run_id, ", ".join(map(str, days)), len(inputs))
-    decoded = decode(spark, [i.path for i in inputs], f"{area}/staging", target_bytes)
+    decoded = decode(spark, [i.path for i in inputs], f"{area}/staging", target_bytes,
+                     locations=_task_locations(inputs, source_key, area))
     result.bytes = decoded.bytes
     keys = primary_keys(decoded)
     for (database, table), images in sorted(decoded.images.items()):
@@ -129,7 +138,7 @@ def prepare_backfill(
             continue
         within = _images_on_days(images, days, f"{area}/days")
         if within:
-            prior = _state_before(spark, root, database, table, key, days[0], work / "prior")
+            prior = _state_before(spark, root, database, table, key, days[0], f"{area}/prior")
             done = materialize(
                 spark, within, database=database, table=table, key_columns=key, current=prior,
                 target=out, scratch=area, run_name=result.run_id,
@@ -137,9 +146,8 @@ def prepare_backfill(
             result.rows[name] = done.changes_rows
     storage.remove(f"{out}/current")  # a backfill leaves current/ as it is
     write_facts(decoded, days, set(result.rows), f"{area}/{FACTS_FOLDER}")
-    for scratch in ("staging", "days"):
+    for scratch in ("staging", "days", "prior", remote_splits.COPIES):
         storage.remove(f"{area}/{scratch}")
-    shutil.rmtree(work / "prior", ignore_errors=True)
     result.checkpoint = publish.read_checkpoint(root)
     result.seconds = time.monotonic() - timer
     publish.write_atomically(work / RUN_FILE, json.dumps(result.to_json(), indent=1))
@@ -206,9 +214,21 @@ def _images_on_days(images: list[str], days: list[date], folder: str) -> list[st
     return kept
 
 
-def _state_before(spark, root: Path, database: str, table: str, key: list[str], day: date, folder: Path) -> list[str]:
+def _task_locations(inputs: list[Input], source_key: str, area: str) -> dict[str, str] | None:
+    """Where Spark's tasks read the backfill's binlogs when they may run on nodes that share no
+    folder with this one (the run's ``area`` is in an object store): see
+    :func:`spark_jobs.remote_splits.split_locations`; None: at their paths here."""
+    if not storage.is_object_store(area):
+        return None
+    files = [SourceFile(Path(each.path).name, each.path) for each in inputs]
+    return remote_splits.split_locations(files, {each.path: Path(each.path).stat().st_size for each in inputs},
+                                         source_key, area)
+
+
+def _state_before(spark, root: Path, database: str, table: str, key: list[str], day: date, folder: str) -> list[str]:
     """The state of every key of the table when ``day`` starts, as files in the form of
-    ``current`` (none when the table's ``changes`` hold no earlier day)."""
+    ``current`` (none when the table's ``changes`` hold no earlier day), written by the Spark
+    tasks that compute it into the folder at the location ``folder`` (:func:`_written`)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -229,9 +249,39 @@ def _state_before(spark, root: Path, database: str, table: str, key: list[str], 
         .filter((F.col("__n") == 1) & ~F.col("__gone"))
         .drop("__n", "__gone", COMMIT_DATE)
     )
-    target = folder / f"{database}.{table}"
-    latest.write.mode("overwrite").parquet(str(target))
-    return sorted(str(path) for path in target.glob("*.parquet"))
+    return _written(spark, latest, f"{folder}/{path_part(database)}.{path_part(table)}")
+
+
+def _written(spark, frame, folder: str) -> list[str]:
+    """The rows of the Spark frame ``frame`` as Parquet files in the folder at the location
+    ``folder``, a file per task that computes some, written by the task itself through
+    ``pyarrow.fs`` (so a folder in the object store takes them from any node); their locations."""
+    storage.remove(folder)  # what an earlier attempt left
+    storage.share_with(spark)
+    written = frame.mapInArrow(functools.partial(_write_task_rows, folder), "location string").collect()
+    return sorted(row.location for row in written)
+
+
+def _write_task_rows(folder: str, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """One task's share of :func:`_written`: its batches as one Parquet file named after its
+    partition (a retried task writes the same name again); yields the file's location, or
+    nothing for a task without rows."""
+    from pyspark import TaskContext
+
+    location, sink, writer = f"{folder}/part-{TaskContext.get().partitionId():05d}.parquet", None, None
+    try:
+        for batch in batches:
+            if batch.num_rows:
+                if writer is None:
+                    sink = storage.open_output(location)
+                    writer = pq.ParquetWriter(sink, batch.schema)
+                writer.write_batch(batch)
+    finally:
+        if writer is not None:
+            writer.close()
+            sink.close()  # the writer leaves the stream it was given open; closing it completes the file
+    if writer is not None:
+        yield pa.RecordBatch.from_pylist([{"location": location}])
 
 
 def _read_changes(spark, root: Path, files: list[str]):

@@ -25,7 +25,8 @@ position on. One bootstrap run:
    file per table, in :class:`binlog_codec.arrow.ImageBatchBuilder`'s layout;
    what comes back through Spark is one small row per (task, table).
 3. **Materialize** (:func:`spark_jobs.materialize.materialize`) each table
-   into the run's work folder (``_runs/<run id>/out``), on no previous state:
+   into the run's output folder (in an object store, ``data/<run id>.<attempt>/``,
+   where the files stay; else ``out/`` in its work folder), on no previous state:
    ``current/<db>/<table>/`` is the snapshot, and ``changes/`` holds the same
    rows as snapshot changes.
 4. **Publish** (:func:`warehouse.publish.commit`): ``current/`` of every
@@ -81,7 +82,8 @@ from binlog_codec.rows import RowChange, RowRecord
 from binlog_codec.snapshot_rows import decode_rows
 from binlog_codec.table_map import TableMap
 from spark_jobs.ingest import (
-    IngestResult, Input, merge_table_schemas, published_rows, recover, run_ordinal, work_folder,
+    IngestResult, Input, merge_table_schemas, output_discarded_on_error, published_rows, recover, run_ordinal,
+    run_output, work_folder,
 )
 from spark_jobs.materialize import materialize
 from spark_jobs.session import build_session
@@ -297,7 +299,7 @@ def _empty_file(table: ImageTable, flavour: str, staging: Path) -> str:
     return str(path)
 
 
-def _table_schemas(root: Path, out: Path, run_id: str, tables: Sequence[ImageTable], flavour: str,
+def _table_schemas(root: Path, out: str, run_id: str, tables: Sequence[ImageTable], flavour: str,
                    point: ValidityPoint, rows: dict[str, int]) -> None:
     """``metadata/table_schemas``: one row per table version of the image, at the validity point, merged
     with the warehouse's rows (:func:`spark_jobs.ingest.merge_table_schemas`)."""
@@ -313,9 +315,8 @@ def _table_schemas(root: Path, out: Path, run_id: str, tables: Sequence[ImageTab
         for table in tables
     ]
     earlier = published_rows(root, "table_schemas")
-    target = out / "metadata" / "table_schemas" / f"{run_id}.parquet"  # replaces the table
-    target.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(merge_table_schemas(earlier, new), schema=TABLE_SCHEMA), target)
+    target = f"{out}/metadata/table_schemas/{run_id}.parquet"  # replaces the table
+    storage.write_parquet(pa.Table.from_pylist(merge_table_schemas(earlier, new), schema=TABLE_SCHEMA), target)
 
 
 def _check_not_bootstrapped(checkpoint: dict, source_key: str, force: bool) -> None:
@@ -327,16 +328,18 @@ def _check_not_bootstrapped(checkpoint: dict, source_key: str, force: bool) -> N
 
 
 def _materialize(
-    spark, tables: Sequence[ImageTable], staged: dict[int, list[str]], rows: dict[str, int], out: Path, run_id: str
+    spark, tables: Sequence[ImageTable], staged: dict[int, list[str]], rows: dict[str, int], out: str, run_id: str,
+    scratch: str,
 ) -> None:
-    """Step 3: each table's staged rows into ``out``, on no previous state. As the ingest does, tables
+    """Step 3: each table's staged rows into the run's output folder at the location ``out``
+    (scratch files in ``scratch``), on no previous state. As the ingest does, tables
     are submitted from several driver threads (up to twice the Spark slots, the largest first), each
     with a session of its own, so that one table's narrow stages leave no slot idle."""
 
     def one(table: ImageTable) -> None:
         done = materialize(
             spark.newSession(), staged[table.number], database=table.database, table=table.table,
-            key_columns=table.key_columns, current=[], target=str(out), run_name=run_id,
+            key_columns=table.key_columns, current=[], target=out, scratch=scratch, run_name=run_id,
         )
         log.info("%s: %d snapshot rows into current/", table.name, done.current_rows)
 
@@ -362,7 +365,7 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
     run_id = run_id_of(image, point)
     work = work_folder(root, run_id)
     shutil.rmtree(work, ignore_errors=True)
-    staging, out = work / "staging", work / "out"
+    staging, out = work / "staging", run_output(root, str(work), run_id)
     tasks = max(1, tasks or spark.sparkContext.defaultParallelism)
     log.info("run %s: %d tables of %s (%s), validity point %s:%d, %d tasks",
              run_id, len(tables), image, flavour, point.file, point.position, tasks)
@@ -376,7 +379,8 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
     for table in tables:
         if not staged[table.number]:
             staged[table.number].append(_empty_file(table, flavour, staging))
-    _materialize(spark, tables, staged, rows, out, run_id)
+    with output_discarded_on_error(out):
+        _materialize(spark, tables, staged, rows, out, run_id, str(work))
     _table_schemas(root, out, run_id, tables, flavour, point, rows)
     new_checkpoint = {**checkpoint, source_key: {"file": point.file, "position": point.position}}
     record = IngestResult(

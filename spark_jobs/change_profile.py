@@ -179,7 +179,7 @@ class _FileStream:
     findings: dict[tuple[str, str, str], _Finding] = field(default_factory=dict)  # (check, column, expected)
 
     def __post_init__(self) -> None:
-        source = parquet_file(self.path)
+        source = parquet_file(self.path, whole=True)
         self.schema = source.schema_arrow
         present = set(self.schema.names)
         self.ranges = [(name, bounds, ids) for name, column in self.facts.columns.items() if name in present

@@ -75,7 +75,7 @@ def batches(
     these top-level columns, and of a struct column named ``a.b`` (a Parquet column path) only
     its field ``b`` from Parquet, all of it from Arrow (whose columns are read whole anyway)."""
     if not is_arrow(path):
-        parquet = pq.ParquetFile(path, filesystem=filesystem)
+        parquet = pq.ParquetFile(path, filesystem=filesystem, pre_buffer=True)  # a row group's columns in one read
         for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
             yield pa.Table.from_batches([batch])
         return

@@ -424,19 +424,21 @@ def output_of(warehouse: str | os.PathLike[str], result: IngestResult) -> str:
 
 
 @contextmanager
-def _discarded_on_error(warehouse: str | os.PathLike[str], result: IngestResult):
-    """Remove the files of ``result`` written so far if the block fails (:func:`discard_output`)."""
+def output_discarded_on_error(output: str):
+    """Remove the files written so far into the run's output folder ``output`` if the block
+    fails (:func:`discard_output`)."""
     try:
         yield
     except BaseException:
-        discard_output(warehouse, result)
+        discard_output(output)
         raise
 
 
-def discard_output(warehouse: str | os.PathLike[str], result: IngestResult) -> None:
-    """Remove the files of the prepared run ``result``, which is not published and never will be."""
-    if storage.is_object_store(output_of(warehouse, result)):
-        storage.remove(output_of(warehouse, result))
+def discard_output(output: str) -> None:
+    """Remove a run's output folder in the object store (:func:`run_output`) whose run is not
+    published and never will be (an output in a work folder goes with it, :func:`discard_run`)."""
+    if storage.is_object_store(output):
+        storage.remove(output)
 
 
 def discard_run(warehouse: str | os.PathLike[str], run_id: str) -> None:
@@ -502,7 +504,7 @@ def prepare(
     result.bytes = decoded.bytes
     result.ends = {read.file.name: read.resume for read in plan.reads}
     result.output = out = run_output(root, area, result.run_id)
-    with attempt.step("materialize"), _discarded_on_error(root, result):
+    with attempt.step("materialize"), output_discarded_on_error(out):
         schemas = run_schemas(decoded, root)
         result.rows, retyped = _materialize_tables(spark, decoded, schemas, root, out, area, result.run_id,
                                                    type_changes_accepted(accept))
@@ -659,7 +661,7 @@ def _commit_run(root: Path, result: IngestResult) -> None:
         stream = result.stream or result.source
         committed = publish.read_checkpoint(root)
         if committed.get(stream) != result.start_position:
-            discard_output(root, result)
+            discard_output(output_of(root, result))
             discard_run(root, run_id)
             raise StaleRun(
                 f"run {run_id} was planned from stream {stream} at {position_text(result.start_position)}, but its "

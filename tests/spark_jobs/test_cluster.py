@@ -1,5 +1,5 @@
-"""The ingest on a Spark standalone cluster whose workers share no folder with the driver gives
-what local mode gives.
+"""The ingest, and a backfill, on a Spark standalone cluster whose workers share no folder with
+the driver give what local mode gives.
 
 ``infra/spark_cluster.sh`` starts a master and two workers on loopback, each worker with its own
 work and temporary folders, in a mount namespace where this test session's temporary folder
@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,67 @@ def test_a_cluster_whose_workers_see_no_folder_of_the_driver_ingests_into_s3_as_
     leftovers = [key["Key"] for key in s3_server.client().list_objects_v2(Bucket=uri.split("/")[2]).get("Contents", [])
                  if "/_runs/" in key["Key"] and not key["Key"].endswith("/")]  # but an empty folder's marker
     assert leftovers == []  # the runs' staging and output were removed once committed
+
+
+DAYS = [date(2026, 4, 1), date(2026, 4, 2)]
+
+
+def at(day: date, hour: int) -> int:
+    return int(datetime(day.year, day.month, day.day, hour, tzinfo=timezone.utc).timestamp())
+
+
+@pytest.fixture(scope="module")
+def two_days(mariadb, tmp_path_factory) -> Path:
+    """A real server's log of two days in MINIMAL row images: the second day's after-images need
+    the rows of the first (a backfill of it folds onto the state the first day left)."""
+    mariadb.sql("SET GLOBAL binlog_row_image = MINIMAL")
+    mariadb.flush_logs()
+    first = mariadb.current_binlog()
+    try:
+        mariadb.sql(f"""
+CREATE DATABASE cluster_days;
+USE cluster_days;
+CREATE TABLE item (id INT PRIMARY KEY, name VARCHAR(20), qty INT);
+SET timestamp = {at(DAYS[0], 10)};
+INSERT INTO item VALUES (1, 'one', 1), (2, 'two', 2), (3, 'three', 3);
+SET timestamp = {at(DAYS[1], 9)};
+UPDATE item SET qty = 20 WHERE id = 2;
+UPDATE item SET id = 30 WHERE id = 3;
+DELETE FROM item WHERE id = 1;
+SET timestamp = DEFAULT;
+""")
+    finally:
+        mariadb.sql("SET GLOBAL binlog_row_image = FULL")
+    mariadb.flush_logs()
+    folder = tmp_path_factory.mktemp("two-days")
+    for binlog in mariadb.binlog_files():
+        if first <= binlog < mariadb.current_binlog():
+            shutil.copyfile(binlog, folder / binlog.name)
+    return folder
+
+
+def test_a_backfill_on_the_cluster_rebuilds_a_day_from_the_state_before_it_as_local_mode_does(
+        spark, cluster, two_days, s3_server, tmp_path, monkeypatch):
+    """The second day rebuilt on the cluster: its binlogs and the first day's state reach the
+    workers through the object store only, and the day's changes come back whole, as the ingest
+    gave them (a state the tasks could not read would leave their columns unknown)."""
+    local, state = tmp_path / "local", tmp_path / "state"
+    uri = f"s3://{s3_server.create_bucket('cluster-backfill')}/lake"
+    for name, value in s3_server.settings().items():
+        monkeypatch.setenv(name, value)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    ingest(str(two_days), str(local), spark=spark, validation=False)
+    common = ["--source", str(two_days), "--warehouse", uri, "--state", str(state), "--master", cluster["master"]]
+    run = subprocess.run([sys.executable, "-m", "spark_jobs.ingest", *common], capture_output=True, text=True,
+                         cwd=REPO_ROOT, env=env, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    backfill = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.backfill", *common, "--start", f"{DAYS[1]}T00:00:00+00:00",
+         "--end", f"{DAYS[1] + timedelta(days=1)}T00:00:00+00:00"], capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=900)
+    assert backfill.returncode == 0, backfill.stderr[-3000:]
+    assert "3 changes rebuilt (cluster_days.item: 3)" in backfill.stdout
+    assert f"copied to {uri}/_runs/backfill-" in backfill.stderr  # the binlogs, for the workers
+    rebuilt, wanted = contents(state), contents(local)
+    item = wanted[("cluster_days", "item__changes")]
+    assert [row["_op"] for row in item] == ["c", "c", "c", "u", "u", "d"] and item[3]["name"] == "two"
+    assert rebuilt == wanted

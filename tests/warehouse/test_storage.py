@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import tempfile
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -70,6 +72,20 @@ def test_files_put_into_an_object_store_are_read_back_and_listed(s3_env, tmp_pat
     assert found.location == location and found.size == source_size and found.mtime > 0
     warehouse.delete(location)
     assert warehouse.files("current") == []
+
+
+def test_a_file_read_whole_from_an_object_store_is_copied_once_and_leaves_no_copy_behind(s3_env, tmp_path,
+                                                                                          monkeypatch):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    location = f"s3://{s3_env.create_bucket('whole')}/lake/current/d/t/r-00000.parquet"
+    rows = pa.table({"a": list(range(50_000)), "b": [str(n) for n in range(50_000)]})
+    storage.write_parquet(rows, location, row_group_size=1_000)
+    opened = storage.parquet_file(location, whole=True)
+    assert opened.metadata.num_row_groups == 50 and list(scratch.iterdir()) == []  # the copy has no name left
+    assert pa.Table.from_batches(opened.iter_batches(columns=["b"])).column("b") == rows.column("b")
+    assert storage.parquet_file(location).read().equals(rows)  # in place, a request per row group
 
 
 def test_a_missing_bucket_and_an_endpoint_that_does_not_answer_are_named(s3_env, monkeypatch):
