@@ -204,6 +204,19 @@ class MariaDBServer:
     def current_binlog(self) -> Path:
         return self.binlog_files()[-1]
 
+    def logged(self, text: str, folder: Path, row_image: str = "FULL") -> list[Path]:
+        """Runs ``text`` in binlog files of its own, ``binlog_row_image`` set to ``row_image`` (FULL
+        again after), and copies them into ``folder``; their copies, in log order."""
+        self.sql(f"SET GLOBAL binlog_row_image = {row_image}")
+        self.flush_logs()
+        first = self.current_binlog()
+        try:
+            self.sql(text)
+        finally:
+            self.sql("SET GLOBAL binlog_row_image = FULL")
+        self.flush_logs()
+        return self.copy_closed_binlogs(first, folder)
+
     def copy_closed_binlogs(self, since: Path, folder: Path) -> list[Path]:
         """Copies the binlog files from ``since`` up to the one being written (left out) into
         ``folder``; their copies, in log order."""

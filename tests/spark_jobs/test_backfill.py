@@ -3,7 +3,6 @@ partition is rebuilt from the binlogs, exactly, and nothing else moves."""
 
 from __future__ import annotations
 
-import shutil
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -50,18 +49,8 @@ SET timestamp = DEFAULT;
 
 @pytest.fixture(scope="module")
 def source(mariadb, tmp_path_factory) -> Path:
-    mariadb.sql("SET GLOBAL binlog_row_image = MINIMAL")
-    mariadb.flush_logs()
-    first = mariadb.current_binlog()
-    try:
-        mariadb.sql(WORKLOAD)
-    finally:
-        mariadb.sql("SET GLOBAL binlog_row_image = FULL")
-    mariadb.flush_logs()
     folder = tmp_path_factory.mktemp("source")
-    for binlog in mariadb.binlog_files():
-        if first <= binlog < mariadb.current_binlog():
-            shutil.copyfile(binlog, folder / binlog.name)
+    mariadb.logged(WORKLOAD, folder, row_image="MINIMAL")
     return folder
 
 

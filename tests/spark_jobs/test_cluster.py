@@ -122,11 +122,8 @@ def at(day: date, hour: int) -> int:
 def two_days(mariadb, tmp_path_factory) -> Path:
     """A real server's log of two days in MINIMAL row images: the second day's after-images need
     the rows of the first (a backfill of it folds onto the state the first day left)."""
-    mariadb.sql("SET GLOBAL binlog_row_image = MINIMAL")
-    mariadb.flush_logs()
-    first = mariadb.current_binlog()
-    try:
-        mariadb.sql(f"""
+    folder = tmp_path_factory.mktemp("two-days")
+    mariadb.logged(f"""
 CREATE DATABASE cluster_days;
 USE cluster_days;
 CREATE TABLE item (id INT PRIMARY KEY, name VARCHAR(20), qty INT);
@@ -137,14 +134,7 @@ UPDATE item SET qty = 20 WHERE id = 2;
 UPDATE item SET id = 30 WHERE id = 3;
 DELETE FROM item WHERE id = 1;
 SET timestamp = DEFAULT;
-""")
-    finally:
-        mariadb.sql("SET GLOBAL binlog_row_image = FULL")
-    mariadb.flush_logs()
-    folder = tmp_path_factory.mktemp("two-days")
-    for binlog in mariadb.binlog_files():
-        if first <= binlog < mariadb.current_binlog():
-            shutil.copyfile(binlog, folder / binlog.name)
+""", folder, row_image="MINIMAL")
     return folder
 
 
