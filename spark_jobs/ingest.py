@@ -812,7 +812,8 @@ def _failure(exc: Exception, driver_memory: str | None) -> tuple[int, str]:
     nor Spark's own is raised again, with its traceback."""
     if isinstance(exc, QualityFailed):
         return 3, str(exc)
-    if isinstance(exc, (ContinuityError, SchemaConflict, catalog.TypeChangeRefused, publish.CheckpointMismatch)):
+    if isinstance(exc, (ContinuityError, SchemaConflict, catalog.TypeChangeRefused, catalog.CommitConflict,
+                        publish.CheckpointMismatch)):
         return 4, f"refused, nothing published: {exc}"
     if isinstance(exc, (catalog.CatalogUnavailable, storage.StorageUnavailable)):
         return 1, str(exc)

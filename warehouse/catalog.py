@@ -382,16 +382,45 @@ class TableLost(CatalogUnavailable):
     cannot be told from a folder of the earlier layout, so nothing is registered (:func:`adopt`)."""
 
 
-def sync(warehouse: Path, run_id: str, checkpoint: dict, commits: list[TableCommit]) -> dict[str, int]:
+@dataclass(frozen=True)
+class Fence:
+    """What a run's commit expects the catalog to hold: ``checkpoint``, the one the catalog's last
+    commit carried when the run's commit began (None: no commit yet)."""
+
+    checkpoint: dict | None
+
+
+class CommitConflict(RuntimeError):
+    """Another writer committed to the catalog after this run's commit began: publishing this run
+    too would merge two runs planned from the same checkpoint. Nothing of the run was published."""
+
+
+FENCE_TABLE = identifier("runs")  # every run appends its record: its commit is the run's, first
+FENCE_ATTEMPTS = 3  # the fence table's commit tried again when the catalog refuses it and the fence still holds
+
+
+def sync(warehouse: Path, run_id: str, checkpoint: dict, commits: list[TableCommit],
+         fence: Fence | None = None) -> dict[str, int]:
     """Give each table of ``commits`` whose current snapshot does not hold the commit's files
     one snapshot that does, carrying ``run_id`` and ``checkpoint``; returns the files added per
     table (none when the catalog was up to date). A catalog that cannot be reached or refuses a
-    commit raises :class:`CatalogUnavailable`, saying so."""
+    commit raises :class:`CatalogUnavailable`, saying so.
+
+    ``fence``: the table every run appends to (``_binlake.runs``) is committed first, and only if
+    its current snapshot is this run's own (a commit rolled forward) or carries the fence's
+    checkpoint; the catalog's compare-and-swap makes the check and the commit one step. Another
+    writer's commit in between raises :class:`CommitConflict` before any table of this run moved."""
     warehouse = Path(warehouse).resolve()
     summary = {RUN_ID: run_id, CHECKPOINT: json.dumps(checkpoint, sort_keys=True)}
+    ordered = sorted(commits, key=lambda each: each.table != FENCE_TABLE)  # stable: the fence table first
     try:
         with connected(warehouse) as catalog:
-            added = {".".join(each.table): _commit_table(catalog, warehouse, each, summary) for each in commits}
+            added = {}
+            for each in ordered:
+                fenced = fence if each.table == FENCE_TABLE else None
+                added[".".join(each.table)] = _commit_fenced(catalog, warehouse, each, summary, fenced)
+    except CommitConflict:
+        raise
     except Exception as exc:
         raise CatalogUnavailable(
             f"run {run_id}: the catalog {_shown(uri_of(warehouse))} did not take the run "
@@ -479,15 +508,47 @@ def in_folders(warehouse: Path, folders: list[str]):
     return test
 
 
-def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[str, str]) -> int:
+def _commit_fenced(catalog, warehouse: Path, commit: TableCommit, summary: dict[str, str], fence: Fence | None) -> int:
+    """:func:`_commit_table`, behind ``fence`` when given: a commit the catalog refuses (another
+    writer's snapshot landed since the table was loaded) is tried again while the fence holds."""
+    from pyiceberg.exceptions import CommitFailedException, TableAlreadyExistsError
+
+    for _ in range(FENCE_ATTEMPTS - 1 if fence is not None else 0):
+        try:
+            return _commit_table(catalog, warehouse, commit, summary, fence)
+        except (CommitFailedException, TableAlreadyExistsError) as exc:
+            log.warning("%s: the catalog refused the commit (%s); trying again", ".".join(commit.table), exc)
+    return _commit_table(catalog, warehouse, commit, summary, fence)
+
+
+def _check_fence(table, fence: Fence, run_id: str) -> None:
+    """Raise :class:`CommitConflict` unless ``table``'s current snapshot is run ``run_id``'s or
+    carries ``fence``'s checkpoint (see :func:`sync`)."""
+    snapshot = None if table is None else table.current_snapshot()
+    properties = {} if snapshot is None else snapshot.summary.additional_properties
+    if properties.get(RUN_ID) == run_id:
+        return
+    seen = json.loads(properties[CHECKPOINT]) if CHECKPOINT in properties else None
+    if seen != fence.checkpoint:
+        raise CommitConflict(
+            f"run {run_id}: another writer committed run {properties.get(RUN_ID)} to the catalog after this run's "
+            f"commit began (its checkpoint {json.dumps(seen, sort_keys=True)[:300]}); nothing of this run was "
+            "published. One warehouse takes one writer at a time: stop the other, then run again")
+
+
+def _commit_table(catalog, warehouse: Path, commit: TableCommit, summary: dict[str, str],
+                  fence: Fence | None = None) -> int:
     """One snapshot of ``commit``'s table (see :func:`sync`); the number of files added. A new
-    table is created by the same catalog commit as its first snapshot: no reader sees it empty."""
+    table is created by the same catalog commit as its first snapshot: no reader sees it empty.
+    ``fence``: checked on the table as loaded, whose snapshot the commit then requires."""
     from pyiceberg.io import load_file_io  # pyiceberg takes a second to import: when a commit needs it
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
 
     place = storage.of(warehouse).location
     files = [place(relative) for relative in commit.files]
     table = _load(catalog, commit.table)
+    if fence is not None:
+        _check_fence(table, fence, summary[RUN_ID])
     referenced = {} if table is None else _referenced(table)
     replaced = in_folders(warehouse, commit.replaced)
     removed = [data for path, data in referenced.items() if path not in files and replaced(path)]

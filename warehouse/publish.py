@@ -18,18 +18,28 @@ no file of the run before. :func:`commit` then makes it visible in three steps:
    A run that dies before it leaves the warehouse exactly as it was.
 2. **Apply.** In a local warehouse, the files move into place, eight at a
    time, beside the files of earlier runs (:meth:`warehouse.storage.Storage.put`;
-   a repeated run's files take the place of identical ones); the catalog gives every table the run touches one snapshot
-   (:func:`warehouse.catalog.sync`): ``changes`` and the appended metadata
-   tables get the run's files, a ``current`` table and ``table_schemas`` are
-   replaced by them (as are a backfill's days of ``changes``), each snapshot
-   carrying the run and its checkpoint; the checkpoint file in the state
-   folder is replaced last.
+   a repeated run's files take the place of identical ones); the catalog gives
+   every table the run touches one snapshot (:func:`warehouse.catalog.sync`):
+   ``changes`` and the appended metadata tables get the run's files, a
+   ``current`` table and ``table_schemas`` are replaced by them (as are a
+   backfill's days of ``changes``), each snapshot carrying the run and its
+   checkpoint; the checkpoint file in the state folder is replaced last.
 3. **Done.** The journal is removed.
 
 A process that dies during step 2 leaves the journal behind; :func:`recover`
 (called by every :func:`commit`, and by the ingest entry point on start) rolls
 it forward. Every move and every table commit is idempotent, so rolling forward
 twice is harmless.
+
+**Another writer.** The journal keeps the checkpoint the catalog's last commit
+carried when the commit began (its *fence*, :class:`warehouse.catalog.Fence`).
+The table every run appends to, ``_binlake.runs``, is committed first, and only
+while its snapshot still carries that checkpoint (or is this run's own, rolled
+forward): the catalog's compare-and-swap makes check and commit one step. A
+writer that committed in between (another machine's state folder beside a
+shared catalog) makes the commit raise :class:`warehouse.catalog.CommitConflict`
+before any table holds the run; its journal is dropped, never rolled forward
+over the other writer's run.
 
 Readers read the tables through the catalog: a table's folder also holds the
 files of its older snapshots (removed by maintenance once no snapshot kept
@@ -44,7 +54,7 @@ import json
 import logging
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from warehouse import catalog, storage
@@ -76,15 +86,17 @@ class Move:
 @dataclass(frozen=True)
 class Plan:
     """What a commit does: the ``moves``, the ``tables`` commits that register the moved files,
-    and the ``checkpoint`` written last (None: the one in place stays, as after a backfill)."""
+    and the ``checkpoint`` written last (None: the one in place stays, as after a backfill);
+    ``fence``: what the catalog must hold for the tables to be committed (:class:`warehouse.catalog.Fence`)."""
 
     moves: list[Move]
     tables: list[catalog.TableCommit]
     checkpoint: dict | None = None
+    fence: catalog.Fence | None = None
 
     def to_json(self) -> dict:
         return {"moves": [vars(move) for move in self.moves], "tables": [each.to_json() for each in self.tables],
-                "checkpoint": self.checkpoint}
+                "checkpoint": self.checkpoint, "fence": None if self.fence is None else vars(self.fence)}
 
     @classmethod
     def from_json(cls, entry: dict) -> Plan:
@@ -94,7 +106,9 @@ class Plan:
             moves.remove(move)
             source = Path(move.source)  # None when it was moved already: the one in place
             checkpoint = json.loads(source.read_text(encoding="utf-8")) if source.exists() else None
-        return cls(moves, [catalog.TableCommit.from_json(t) for t in entry["tables"]], checkpoint)
+        fence = entry.get("fence")  # none in an earlier version's journal
+        return cls(moves, [catalog.TableCommit.from_json(t) for t in entry["tables"]], checkpoint,
+                   None if fence is None else catalog.Fence(**fence))
 
 
 def plan(warehouse: Path, run_folder: str, replaced: tuple[str, ...] = (), checkpoint: dict | None = None) -> Plan:
@@ -140,8 +154,8 @@ def commit(warehouse: Path, run_folder: str | os.PathLike[str], run_id: str, rep
     as the new one (None: the one in place stays); returns the number of moves. See the module text."""
     warehouse = Path(warehouse)
     recover(warehouse)
-    _check_checkpoint(warehouse)
-    planned = plan(warehouse, str(run_folder), replaced, checkpoint)
+    fence = catalog.Fence(_check_checkpoint(warehouse))
+    planned = replace(plan(warehouse, str(run_folder), replaced, checkpoint), fence=fence)
     catalog.check_type_changes(warehouse, planned.tables, {move.target: move.source for move in planned.moves})
     journal = warehouse / JOURNAL / f"{run_id}.json"
     write_atomically(journal, json.dumps(planned.to_json(), indent=1))
@@ -155,16 +169,17 @@ class CheckpointMismatch(RuntimeError):
     a run planned from it would publish rows the tables already hold, or skip some."""
 
 
-def _check_checkpoint(warehouse: Path) -> None:
+def _check_checkpoint(warehouse: Path) -> dict | None:
     """Refuse a commit when the checkpoint in the state folder differs from the one the catalog's
     last commit carried (a state folder lost, restored from an older copy, or another one beside a
-    shared catalog)."""
+    shared catalog); returns the catalog's (None before its first commit)."""
     kept, here = catalog.committed_checkpoint(warehouse), read_checkpoint(warehouse)
     if kept is not None and kept != here:
         raise CheckpointMismatch(
             f"the checkpoint in {warehouse / CHECKPOINT} ({json.dumps(here, sort_keys=True)[:300]}) is not the one "
             f"the catalog's tables were last committed with ({json.dumps(kept, sort_keys=True)[:300]}): nothing was "
             "published; restore the warehouse's state folder, or write that checkpoint back, before the next run")
+    return kept
 
 
 def recover(warehouse: Path) -> list[str]:
@@ -189,7 +204,11 @@ def _apply(warehouse: Path, journal: Path) -> None:
     with ThreadPoolExecutor(max_workers=PARALLEL_MOVES, thread_name_prefix="publish") as pool:
         list(pool.map(lambda move: move.apply(warehouse), planned.moves))
     committed = planned.checkpoint if planned.checkpoint is not None else read_checkpoint(warehouse)
-    catalog.sync(warehouse, journal.stem, committed, planned.tables)
+    try:
+        catalog.sync(warehouse, journal.stem, committed, planned.tables, planned.fence)
+    except catalog.CommitConflict:
+        journal.unlink()  # the fence table is committed first: no table holds any of the run
+        raise
     if planned.checkpoint is not None:
         write_atomically(warehouse / CHECKPOINT, json.dumps(planned.checkpoint, indent=1, sort_keys=True))
     journal.unlink()

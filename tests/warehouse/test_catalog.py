@@ -153,9 +153,10 @@ def test_a_sync_repeated_adds_nothing(spark, tmp_path, monkeypatch):
     asked, sync = [], catalog.sync
     monkeypatch.setattr(catalog, "sync", lambda *args: asked.append(args) or sync(*args))
     ingest_file(spark, SAMPLES[0], tmp_path / "source", tmp_path / "warehouse")
-    [(warehouse, run_id, checkpoint, commits)] = asked
+    [(warehouse, run_id, checkpoint, commits, fence)] = asked
     assert {table.table for table in commits} >= {("_binlake", "runs"), ("shop", "orders"), ("shop", "orders__changes")}
-    assert set(sync(warehouse, run_id, checkpoint, commits).values()) == {0}
+    assert fence == catalog.Fence(None)  # the warehouse's first commit
+    assert set(sync(warehouse, run_id, checkpoint, commits, fence).values()) == {0}  # its own run: the fence holds
 
 
 def test_a_commit_that_dies_among_the_tables_is_finished_once_by_its_recovery(spark, tmp_path, monkeypatch):
@@ -167,8 +168,8 @@ def test_a_commit_that_dies_among_the_tables_is_finished_once_by_its_recovery(sp
     before = publish.read_checkpoint(warehouse)
     add = catalog._commit_table
 
-    def dies_after_one_table(catalog_, warehouse_, commit, summary):
-        added = add(catalog_, warehouse_, commit, summary)
+    def dies_after_one_table(catalog_, warehouse_, commit, summary, fence=None):
+        added = add(catalog_, warehouse_, commit, summary, fence)
         if commit.table == catalog.identifier("runs"):
             raise SystemExit("killed")
         return added
@@ -185,6 +186,35 @@ def test_a_commit_that_dies_among_the_tables_is_finished_once_by_its_recovery(sp
     summaries = [s.summary.additional_properties[catalog.RUN_ID]
                  for s in catalog.open_catalog(warehouse).load_table(catalog.identifier("runs")).snapshots()]
     assert summaries[-1] == finished and summaries.count(finished) == 1
+
+
+def test_a_run_another_writer_overtook_is_refused_before_any_table_holds_it(spark, tmp_path, monkeypatch):
+    """Two writers on one catalog: another commits a run after this run's commit began (its fence
+    taken, its journal not yet written). The commit is refused before any table holds the run,
+    its journal dropped (never rolled forward over the other run), the checkpoint unchanged; the
+    next run is refused too, the state folder's checkpoint no longer being the catalog's."""
+    warehouse = tmp_path / "warehouse"
+    first = ingest_file(spark, SAMPLES[0], tmp_path / "source", warehouse).run_id
+    checkpoint, current = publish.read_checkpoint(warehouse), catalog_rows(warehouse, ("shop", "orders"))
+    [record] = catalog.data_files(warehouse, catalog.identifier("runs"))
+    check = catalog.check_type_changes
+
+    def another_writer_commits(*args):
+        rows = pq.read_table(record)
+        commit_files(warehouse, "other", {"metadata/runs/other.parquet": rows.set_column(
+            rows.schema.get_field_index("run_id"), "run_id", pa.array(["other"]))})
+        return check(*args)
+
+    monkeypatch.setattr(catalog, "check_type_changes", another_writer_commits)
+    with pytest.raises(catalog.CommitConflict, match=r"another writer committed run other to the catalog after this "
+                                                     r"run's commit began .*nothing of this run was published"):
+        ingest_file(spark, SAMPLES[1], tmp_path / "source", warehouse)
+    assert not list((warehouse / publish.JOURNAL).glob("*.json")) and publish.read_checkpoint(warehouse) == checkpoint
+    assert catalog_rows(warehouse, ("shop", "orders")) == current
+    assert sorted(row["run_id"] for row in catalog_rows(warehouse, "runs")) == sorted([first, "other"])
+    monkeypatch.setattr(catalog, "check_type_changes", check)
+    with pytest.raises(publish.CheckpointMismatch):
+        ingest_file(spark, SAMPLES[1], tmp_path / "source", warehouse)
 
 
 def test_a_state_folder_that_lost_its_checkpoint_is_refused_before_it_publishes_rows_twice(spark, tmp_path):

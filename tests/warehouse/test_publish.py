@@ -20,7 +20,7 @@ def syncs(monkeypatch) -> list[tuple]:
     table commits)."""
     asked = []
 
-    def record(warehouse: Path, run_id: str, checkpoint: dict, commits: list) -> dict:
+    def record(warehouse: Path, run_id: str, checkpoint: dict, commits: list, fence=None) -> dict:
         asked.append((Path(warehouse), run_id, checkpoint, publish.read_checkpoint(warehouse), commits))
         return {}
 
