@@ -22,8 +22,12 @@ position on. One bootstrap run:
    into fragments across blocks, there is no index to seek to), so each task
    streams the whole image and decodes only its share: reading is repeated,
    decoding (the costly part) is not. Each task writes its rows as Parquet, one
-   file per table, in :class:`binlog_codec.arrow.ImageBatchBuilder`'s layout;
-   what comes back through Spark is one small row per (task, table).
+   file per table, in :class:`binlog_codec.arrow.ImageBatchBuilder`'s layout,
+   into the run's area (:func:`spark_jobs.ingest.run_area`); what comes back
+   through Spark is one small row per (task, table). On a cluster writing an
+   ``s3://`` warehouse, the area is in the object store and the driver uploads
+   the image there first, which each task streams: the nodes need not share a
+   folder with the driver.
 3. **Materialize** (:func:`spark_jobs.materialize.materialize`) each table
    into the run's output folder (in an object store, ``data/<run id>.<attempt>/``,
    where the files stay; else ``out/`` in its work folder), on no previous state:
@@ -61,10 +65,10 @@ import functools
 import hashlib
 import json
 import logging
-import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -82,8 +86,8 @@ from binlog_codec.rows import RowChange, RowRecord
 from binlog_codec.snapshot_rows import decode_rows
 from binlog_codec.table_map import TableMap
 from spark_jobs.ingest import (
-    IngestResult, Input, merge_table_schemas, output_discarded_on_error, published_rows, recover, run_ordinal,
-    run_output, work_folder,
+    IngestResult, Input, discard_run, merge_table_schemas, output_discarded_on_error, published_rows, recover,
+    run_area, run_ordinal, run_output,
 )
 from spark_jobs.materialize import materialize
 from spark_jobs.session import build_session
@@ -212,13 +216,13 @@ def snapshot_records(table: ImageTable, data: bytes, chunk_number: int, point: V
 
 
 class _TableOutput:
-    """One task's Parquet file of one table, written a chunk's rows at a time."""
+    """One task's Parquet file of one table (at the location ``path``), written a chunk's rows at a time."""
 
-    def __init__(self, table: ImageTable, flavour: str, path: Path) -> None:
+    def __init__(self, table: ImageTable, flavour: str, path: str) -> None:
         self.builder = ImageBatchBuilder(table.table_map, flavour)
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.writer = pq.ParquetWriter(path, self.builder.schema)
+        self.sink = storage.open_output(path)
+        self.writer = pq.ParquetWriter(self.sink, self.builder.schema)
         self.rows = 0
 
     def write(self, records: Iterable[RowRecord]) -> None:
@@ -229,18 +233,29 @@ class _TableOutput:
 
     def close(self) -> None:
         self.writer.close()
+        self.sink.close()  # the writer leaves the stream it was given open; closing it completes the file
 
 
-def staged_file(staging: Path, table: ImageTable, name: str) -> Path:
-    return staging / path_part(table.database) / path_part(table.table) / f"{name}.parquet"
+def staged_file(staging: str, table: ImageTable, name: str) -> str:
+    return f"{staging}/{path_part(table.database)}/{path_part(table.table)}/{name}.parquet"
 
 
-def read_share(image: str, staging: str, task: int, tasks: int, point: ValidityPoint) -> list[dict]:
+@contextmanager
+def _image_at(location: str, name: str) -> Iterator[BackupReader]:
+    """The image at ``location`` (the driver's file, or its copy in the object store, which a
+    task on any node reaches), read as a stream; errors name ``name``, the driver's file."""
+    filesystem, path = storage.open_file(location)
+    with filesystem.open_input_stream(path, compression=None, buffer_size=storage.DOWNLOAD_BYTES) as stream:
+        yield BackupReader(stream, name)
+
+
+def read_share(image: str, name: str, staging: str, task: int, tasks: int, point: ValidityPoint) -> list[dict]:
     """Task ``task`` of ``tasks``: the image's chunks numbered ``task`` modulo ``tasks`` into one
-    Parquet file per table; one summary row per table it wrote."""
+    Parquet file per table (``image``: its location, ``name``: the driver's file; ``staging``: a
+    location); one summary row per table it wrote."""
     started = time.monotonic()
     outputs: dict[int, _TableOutput] = {}
-    with read_image(image) as reader:
+    with _image_at(image, name) as reader:
         flavour, tables = image_flavour(reader), {table.number: table for table in image_tables(reader)}
         chunk_numbers: dict[int, int] = {}  # per table: the number of its next chunk
         try:
@@ -253,7 +268,7 @@ def read_share(image: str, staging: str, task: int, tasks: int, point: ValidityP
                 output = outputs.get(table.number)
                 if output is None:
                     output = outputs[table.number] = _TableOutput(
-                        table, flavour, staged_file(Path(staging), table, f"part-{task:05d}")
+                        table, flavour, staged_file(staging, table, f"part-{task:05d}")
                     )
                 output.write(snapshot_records(table, chunk.data, chunk_number, point, flavour))
         finally:
@@ -262,22 +277,24 @@ def read_share(image: str, staging: str, task: int, tasks: int, point: ValidityP
     log.info("task %d/%d: %d rows of %d tables in %.1f s", task + 1, tasks,
              sum(o.rows for o in outputs.values()), len(outputs), time.monotonic() - started)
     return [
-        {"task": task, "table_number": number, "file": str(output.path), "rows": output.rows}
+        {"task": task, "table_number": number, "file": output.path, "rows": output.rows}
         for number, output in sorted(outputs.items())
     ]
 
 
-def _read_tasks(batches, image: str, staging: str, tasks: int, point: ValidityPoint) -> Iterator[pa.RecordBatch]:
+def _read_tasks(batches, image: str, name: str, staging: str, tasks: int, point: ValidityPoint) -> Iterator[pa.RecordBatch]:
     """The ``mapInArrow`` function: task numbers in, one row per (task, table) out."""
     for batch in batches:
         for task in batch.column("id").to_pylist():
-            rows = read_share(image, staging, task, tasks, point)
+            rows = read_share(image, name, staging, task, tasks, point)
             yield pa.RecordBatch.from_pylist(rows, schema=TASK_SCHEMA)
 
 
-def read_image_rows(spark, image: str, staging: Path, point: ValidityPoint, tasks: int) -> list[dict]:
-    """Step 2: every task's share of the image's rows, staged; the task summaries."""
-    reading = functools.partial(_read_tasks, image=image, staging=str(staging), tasks=tasks, point=point)
+def read_image_rows(spark, image: str, name: str, staging: str, point: ValidityPoint, tasks: int) -> list[dict]:
+    """Step 2: every task's share of the image's rows (at the location ``image``; ``name``: the
+    driver's file), staged into the folder at the location ``staging``; the task summaries."""
+    storage.share_with(spark)
+    reading = functools.partial(_read_tasks, image=image, name=name, staging=staging, tasks=tasks, point=point)
     frame = spark.range(tasks, numPartitions=tasks)
     return frame.mapInArrow(reading, from_arrow_schema(TASK_SCHEMA)).toArrow().to_pylist()
 
@@ -291,12 +308,11 @@ def run_id_of(image: Path, point: ValidityPoint) -> str:
     return "bootstrap-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _empty_file(table: ImageTable, flavour: str, staging: Path) -> str:
+def _empty_file(table: ImageTable, flavour: str, staging: str) -> str:
     """A table without rows: a Parquet file of its schema and no rows, so that it gets a ``current/``."""
-    path = staged_file(staging, table, "empty")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_batches([ImageBatchBuilder(table.table_map, flavour).build()]), path)
-    return str(path)
+    location = staged_file(staging, table, "empty")
+    storage.write_parquet(pa.Table.from_batches([ImageBatchBuilder(table.table_map, flavour).build()]), location)
+    return location
 
 
 def _table_schemas(root: Path, out: str, run_id: str, tables: Sequence[ImageTable], flavour: str,
@@ -349,6 +365,18 @@ def _materialize(
             future.result()
 
 
+def _image_for_tasks(image: Path, area: str) -> str:
+    """Where Spark's tasks read the image: where it is, unless the run's ``area`` is in the object
+    store (a cluster whose nodes may share no folder with this one, :func:`spark_jobs.ingest.run_area`):
+    then a copy uploaded there, which each task streams."""
+    if not storage.is_object_store(area):
+        return str(image)
+    location = f"{area}/image/{image.name}"
+    log.info("%s: %d bytes copied to %s for the cluster's tasks", image, image.stat().st_size, location)
+    storage.copy_file(str(image), location)
+    return location
+
+
 @locks_warehouse("bootstrap")
 def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force: bool = False,
               tasks: int | None = None) -> BootstrapResult:
@@ -363,13 +391,13 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
     _check_not_bootstrapped(checkpoint, source_key, force)
     flavour, tables, point = read_plan(str(image))
     run_id = run_id_of(image, point)
-    work = work_folder(root, run_id)
-    shutil.rmtree(work, ignore_errors=True)
-    staging, out = work / "staging", run_output(root, str(work), run_id)
+    area = run_area(spark, root, run_id)
+    discard_run(root, run_id)
+    staging, out = f"{area}/staging", run_output(root, area, run_id)
     tasks = max(1, tasks or spark.sparkContext.defaultParallelism)
     log.info("run %s: %d tables of %s (%s), validity point %s:%d, %d tasks",
              run_id, len(tables), image, flavour, point.file, point.position, tasks)
-    summaries = read_image_rows(spark, str(image), staging, point, tasks)
+    summaries = read_image_rows(spark, _image_for_tasks(image, area), str(image), staging, point, tasks)
     staged: dict[int, list[str]] = {table.number: [] for table in tables}
     rows: dict[str, int] = {table.name: 0 for table in tables}
     by_number = {table.number: table for table in tables}
@@ -380,7 +408,7 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
         if not staged[table.number]:
             staged[table.number].append(_empty_file(table, flavour, staging))
     with output_discarded_on_error(out):
-        _materialize(spark, tables, staged, rows, out, run_id, str(work))
+        _materialize(spark, tables, staged, rows, out, run_id, area)
     _table_schemas(root, out, run_id, tables, flavour, point, rows)
     new_checkpoint = {**checkpoint, source_key: {"file": point.file, "position": point.position}}
     record = IngestResult(
@@ -390,7 +418,7 @@ def bootstrap(spark, image_path: str, warehouse: str, *, source_key: str, force:
     )
     write_run_record(out, record)
     publish.commit(root, out, run_id, checkpoint=new_checkpoint)
-    shutil.rmtree(work, ignore_errors=True)
+    discard_run(root, run_id)
     result = BootstrapResult(
         run_id, str(image), flavour, {"file": point.file, "position": point.position, "time": point.time.isoformat()},
         rows, new_checkpoint, time.monotonic() - clock,

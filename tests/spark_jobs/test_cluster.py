@@ -1,5 +1,5 @@
-"""The ingest, and a backfill, on a Spark standalone cluster whose workers share no folder with
-the driver give what local mode gives.
+"""The ingest, a backfill and a bootstrap on a Spark standalone cluster whose workers share no
+folder with the driver give what local mode gives.
 
 ``infra/spark_cluster.sh`` starts a master and two workers on loopback, each worker with its own
 work and temporary folders, in a mount namespace where this test session's temporary folder
@@ -23,6 +23,7 @@ import pytest
 from ci import in_ci
 from fixture_facts import path
 from mariadb import REPO_ROOT
+from spark_jobs.bootstrap import bootstrap
 from spark_jobs.ingest import ingest
 from warehouse import catalog
 
@@ -163,3 +164,35 @@ def test_a_backfill_on_the_cluster_rebuilds_a_day_from_the_state_before_it_as_lo
     item = wanted[("cluster_days", "item__changes")]
     assert [row["_op"] for row in item] == ["c", "c", "c", "u", "u", "d"] and item[3]["name"] == "two"
     assert rebuilt == wanted
+
+
+@pytest.fixture(scope="module")
+def image(mariadb, tmp_path_factory) -> Path:
+    """A backup image of a real server's database, in chunks small enough to spread over tasks."""
+    mariadb.sql("CREATE DATABASE cluster_image; USE cluster_image; "
+                "CREATE TABLE item (id INT PRIMARY KEY, name VARCHAR(40), qty INT); "
+                "INSERT INTO item SELECT seq, CONCAT('item ', seq), seq % 7 FROM seq_1_to_3000;")
+    target = tmp_path_factory.mktemp("image") / "snapshot.bak"
+    done = subprocess.run([sys.executable, "-m", "binlog_codec.cli", "backup", "create", "--socket",
+                           str(mariadb.socket), "--database", "cluster_image", "--chunk-mb", "0.01", str(target)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+def test_a_bootstrap_on_the_cluster_gives_the_tables_local_mode_gives(spark, cluster, image, s3_server, tmp_path,
+                                                                      monkeypatch):
+    """The image reaches the workers through the object store only (a copy the driver uploads)."""
+    local, state = tmp_path / "local", tmp_path / "state"
+    uri = f"s3://{s3_server.create_bucket('cluster-bootstrap')}/lake"
+    for name, value in s3_server.settings().items():
+        monkeypatch.setenv(name, value)
+    bootstrap(spark, str(image), str(local), source_key="s3://binlogs/cluster-image")
+    run = subprocess.run(
+        [sys.executable, "-m", "spark_jobs.bootstrap", "--image", str(image), "--warehouse", uri, "--state", str(state),
+         "--source-key", "s3://binlogs/cluster-image", "--master", cluster["master"]],
+        capture_output=True, text=True, cwd=REPO_ROOT, env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"), timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"copied to {uri}/_runs/bootstrap-" in run.stderr
+    ours, theirs = contents(state), contents(local)
+    assert len(theirs[("cluster_image", "item")]) == 3000 and ours == theirs
