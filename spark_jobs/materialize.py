@@ -147,7 +147,8 @@ schema from their footers); the rows never pass through the JVM:
    (``_binlog_seq``, ``_binlog_file``, ``_binlog_pos``, ``_binlog_inner_offset``
    nulls first, ``_row_index``; the ``current`` rows before them) and folded
    (:func:`fold_table`), its changes written a file per commit date, its latest
-   rows a file, each straight under its final name in the run folder. The fold never turns values into Python objects: it tracks, per
+   rows a file, each straight under its final name in the run folder. The
+   fold never turns values into Python objects: it tracks, per
    key and column, *which input value* holds the state (an after-image or
    before-image value of an input row) and builds each output column with one
    ``take``. Only keys and the column lists are read into Python. Under a
@@ -1466,9 +1467,15 @@ def _is_run_file(run_name: str, name: str) -> bool:
     return re.fullmatch(re.escape(run_name) + r"-\d{5,}(?:-c\d{3,})?\.parquet", name) is not None
 
 
-def _clear_outputs(changes: str, current: str, run_name: str) -> None:
+def _clear_outputs(changes: str, current: str, run_name: str, inputs: Sequence[str]) -> None:
     """Make room for a table's outputs: ``current`` (replaced whole) is emptied, and the files an
-    earlier attempt of this run left in ``changes`` (which other runs' files may share) are removed."""
+    earlier attempt of this run left in ``changes`` (which other runs' files may share) are removed.
+    An input file in ``current`` (a target that holds the table's own state) is refused: emptying
+    the folder before the fold reads it would lose the table's rows."""
+    inside = [name for name in inputs if name.startswith(current.rstrip("/") + "/")]
+    if inside:
+        raise ValueError(f"{inside[0]}: an input of the fold is in the folder its output replaces ({current}); "
+                         "write the output into a folder of its own (a run folder), nothing was changed")
     filesystem, target = open_file(current)
     filesystem.delete_dir_contents(target, missing_dir_ok=True)
     _, target = open_file(changes)
@@ -1944,7 +1951,7 @@ def materialize(
     scratch = f"{(scratch or target).rstrip('/')}/_materialize-{run_name}-{database}.{table}"
     _remove(scratch)  # what an earlier attempt of this run left
     changes_folder, current_folder = (table_folder(target, area, database, table) for area in ("changes", "current"))
-    _clear_outputs(changes_folder, current_folder, run_name)
+    _clear_outputs(changes_folder, current_folder, run_name, [source.path for source in inputs])
     work = _Table(merged, plan, partitions or _bucket_count(spark, rows, rows_per_file, slot_rows), scratch, run_name,
                   changes_folder, current_folder, lineage)
     log.info(
@@ -1980,7 +1987,7 @@ def _cleared(database: str, table: str, prior_groups: list, lineage: TableLineag
     ``current`` in the latest version's columns (the table's own, or, dropped, its last ones)."""
     merged = merge_for([schema for schema, _ in prior_groups], lineage)
     changes_folder, current_folder = (table_folder(target, area, database, table) for area in ("changes", "current"))
-    _clear_outputs(changes_folder, current_folder, run_name)
+    _clear_outputs(changes_folder, current_folder, run_name, [name for _, files in prior_groups for name in files])
     current_files = [_empty_current(merged, lineage, current_folder, run_name)]
     return MaterializeResult(merged, (), True, 0, 0, None, [], current_files, time.monotonic() - started)
 

@@ -634,6 +634,19 @@ def test_spark_matches_the_in_memory_fold_and_reruns_give_the_same_files(spark, 
     assert all(pq.read_table(name).equals(table) for name, table in before.items())
 
 
+def test_a_target_whose_current_holds_the_inputs_is_refused_and_left_as_it_was(spark, tmp_path):
+    """Fold tasks write straight into the target's folders, emptying ``current`` first: a target
+    that holds the table's own ``current`` (the command line given the warehouse) would lose it."""
+    first, second = spark_history()
+    run1 = materialize(spark, write_staged(tmp_path / "stage1", first), database="shop", table="items",
+                       key_columns=["id"], current=[], target=str(tmp_path / "run1"), run_name="run-1")
+    before = {name: pq.read_table(name) for name in run1.current_files}
+    with pytest.raises(ValueError, match=r"an input of the fold is in the folder its output replaces"):
+        materialize(spark, write_staged(tmp_path / "stage2", second), database="shop", table="items",
+                    key_columns=["id"], current=run1.current_files, target=str(tmp_path / "run1"), run_name="run-2")
+    assert all(pq.read_table(name).equals(rows) for name, rows in before.items())
+
+
 def test_spark_fixture_without_primary_key(spark, tmp_path):
     """Every update of a table without a key changes its key: chains of key changes through Spark."""
     batches = fixture_batches(CRC32, "simu_file_dev", "file")
